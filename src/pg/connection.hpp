@@ -1,0 +1,121 @@
+// One PostgreSQL connection: RAII over PGconn, move-only, used by one thread at a time.
+//
+// Every method throws an awa::Error subclass on failure (mapped from SQLSTATE in
+// error_map.cpp); none returns an error code. After a ConnectionError the connection is
+// broken (ok() is false) and should be dropped; the pool does that on return.
+//
+// Sessions are set to TimeZone=UTC, DateStyle=ISO and client_encoding=UTF8 at connect,
+// which the Result accessors rely on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "pg/params.hpp"
+#include "pg/result.hpp"
+
+struct pg_conn;  // PGconn
+
+namespace awa::pg {
+
+struct ConnectOptions {
+  std::string url;  // a libpq connection URI or key=value string
+  // Default: 5 s. Rounded up to whole seconds (libpq's connect_timeout unit), min 2 s.
+  std::chrono::milliseconds connect_timeout{5000};
+  std::string application_name = "awa";
+};
+
+struct Notification {
+  std::string channel;
+  std::string payload;
+  int backend_pid = 0;
+};
+
+class Pipeline;
+class CopyWriter;
+
+class Connection {
+ public:
+  // Connects; throws ConnectionError with libpq's message (and the target host/port,
+  // never the password) when that fails or times out.
+  static Connection connect(const ConnectOptions& options);
+
+  Connection(Connection&&) noexcept;
+  Connection& operator=(Connection&&) noexcept;
+  ~Connection();
+
+  // One or more statements without parameters (simple query protocol). Returns the
+  // last statement's result.
+  Result exec(std::string_view sql);
+  // One statement with parameters (extended protocol, unnamed statement).
+  Result exec(std::string_view sql, const Params& params);
+  template <class... Args>
+  Result query(std::string_view sql, const Args&... args) {
+    return exec(sql, make_params(args...));
+  }
+
+  // Prepared statements. exec_cached prepares `sql` on first use on this connection
+  // (named after a hash of the text) and executes the prepared statement afterwards: the
+  // hot path's way to skip parse/plan per call.
+  void prepare(const std::string& name, std::string_view sql);
+  Result exec_prepared(const std::string& name, const Params& params);
+  Result exec_cached(std::string_view sql, const Params& params);
+
+  // A pipeline on this connection (see pipeline.hpp). The connection must not be used
+  // for anything else until the pipeline is run or destroyed.
+  Pipeline pipeline();
+
+  // COPY ... FROM STDIN (see copy.hpp).
+  CopyWriter copy_in(std::string_view copy_sql);
+
+  // LISTEN / UNLISTEN; the channel is quoted as an identifier.
+  void listen(std::string_view channel);
+  void unlisten(std::string_view channel);
+  // Waits on the socket (poll, no busy loop) until a notification arrives or `timeout`
+  // passes. Returns notifications already received first.
+  std::optional<Notification> wait_notification(std::chrono::milliseconds timeout);
+
+  bool ok() const;              // the connection is usable (PQstatus == CONNECTION_OK)
+  bool idle() const;            // ok() and not inside a transaction block
+  bool in_transaction() const;  // inside a transaction block (also if it failed)
+  int backend_pid() const;
+  std::string quote_identifier(std::string_view name) const;
+
+  // For src/pg internals only (pipeline, copy).
+  pg_conn* native() const noexcept { return conn_.get(); }
+
+ private:
+  struct Deleter {
+    void operator()(pg_conn* c) const noexcept;
+  };
+  explicit Connection(pg_conn* c);
+  std::unique_ptr<pg_conn, Deleter> conn_;
+  std::unordered_set<std::string> prepared_;
+};
+
+// Rolls back on destruction unless commit() was called.
+class Transaction {
+ public:
+  // `begin_sql` lets callers choose e.g. "BEGIN ISOLATION LEVEL REPEATABLE READ".
+  explicit Transaction(Connection& conn, std::string_view begin_sql = "BEGIN");
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+
+  void commit();
+  void rollback();
+  Connection& conn() noexcept { return conn_; }
+
+ private:
+  Connection& conn_;
+  bool open_ = true;
+};
+
+}  // namespace awa::pg

@@ -1,0 +1,60 @@
+// COPY ... FROM STDIN writer.
+//
+// Text format: row() escapes each field (backslash, tab, newline, carriage return and
+// the other control characters) and writes NULL as \N, so any string round-trips.
+// Binary format: begin with "COPY t (...) FROM STDIN (FORMAT binary)" and use the
+// binary_* field writers between begin_row()/end_row(); values must match the column types.
+// Data is buffered and sent in large chunks. finish() ends the COPY and returns the row
+// count; destroying an unfinished writer aborts the COPY (nothing is written).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace awa::pg {
+
+class Connection;
+
+class CopyWriter {
+ public:
+  enum class Format { kText, kBinary };
+
+  CopyWriter(Connection& conn, std::string_view copy_sql);
+  CopyWriter(CopyWriter&&) noexcept;
+  CopyWriter(const CopyWriter&) = delete;
+  ~CopyWriter();
+
+  Format format() const noexcept { return format_; }
+
+  // Text format: one row, one optional per column (nullopt = NULL).
+  void row(std::span<const std::optional<std::string_view>> fields);
+
+  // Binary format.
+  void begin_row(std::int16_t fields);
+  void binary_null();
+  void binary_int16(std::int16_t v);
+  void binary_int32(std::int32_t v);
+  void binary_int64(std::int64_t v);
+  void binary_bool(bool v);
+  void binary_text(std::string_view v);   // text, varchar
+  void binary_bytea(std::string_view v);  // bytea
+  void binary_jsonb(std::string_view json_text);
+  void binary_timestamptz(std::int64_t micros_since_unix_epoch);
+
+  // Ends the COPY; returns the number of rows the server stored. Throws the server's
+  // error (e.g. a constraint violation) if the COPY failed; then nothing was stored.
+  std::int64_t finish();
+
+ private:
+  void flush_if_large();
+  void send_buffer();
+  Connection* conn_;
+  Format format_;
+  std::string buffer_;
+  bool active_ = true;
+};
+
+}  // namespace awa::pg

@@ -1,0 +1,68 @@
+// A query result: owns a PGresult, move-only, with typed null-aware accessors.
+//
+// Values are read in text format (the only format awa-cpp requests). Accessors throw
+// awa::Error when a column is missing, a value is NULL where a non-optional type was
+// asked for, or the text does not parse as the requested type.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+struct pg_result;  // PGresult, from libpq-fe.h; kept out of every other header
+
+namespace awa::pg {
+
+class Result {
+ public:
+  Result() = default;
+  explicit Result(pg_result* res);  // takes ownership
+  Result(Result&&) noexcept = default;
+  Result& operator=(Result&&) noexcept = default;
+
+  int rows() const;
+  int columns() const;
+  bool empty() const { return rows() == 0; }
+  // Rows affected by INSERT/UPDATE/DELETE/COPY (PQcmdTuples), 0 when not applicable.
+  std::int64_t affected_rows() const;
+
+  int column(std::string_view name) const;  // throws if there is no such column
+  bool is_null(int row, int col) const;
+  std::string_view text(int row, int col) const;  // "" for NULL
+
+  // T is one of: std::string, std::string_view (valid while the Result lives), bool,
+  // std::int16_t, std::int32_t, std::int64_t, double, std::chrono::system_clock::time_point
+  // (from a timestamptz rendered with an ISO DateStyle and UTC TimeZone), or
+  // Bytea (bytea decoded from hex).
+  template <class T>
+  T get(int row, int col) const;
+  template <class T>
+  std::optional<T> get_opt(int row, int col) const {
+    if (is_null(row, col)) return std::nullopt;
+    return get<T>(row, col);
+  }
+  template <class T>
+  T get(int row, std::string_view name) const {
+    return get<T>(row, column(name));
+  }
+  template <class T>
+  std::optional<T> get_opt(int row, std::string_view name) const {
+    return get_opt<T>(row, column(name));
+  }
+
+ private:
+  struct Deleter {
+    void operator()(pg_result* r) const noexcept;
+  };
+  std::unique_ptr<pg_result, Deleter> res_;
+};
+
+// Raw bytes of a bytea value.
+struct Bytea {
+  std::string bytes;
+};
+
+}  // namespace awa::pg
