@@ -1,0 +1,41 @@
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "pg/connection.hpp"
+#include "schema/migrator.hpp"
+
+namespace awa::cli {
+
+void add_migrate(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("migrate", "create or upgrade the queue schema");
+  cmd->callback([&ctx] {
+    ctx.action = [&ctx] {
+      schema::Migrator migrator(ctx.schema);
+      auto conn = pg::Connection::connect({ctx.require_database_url()});
+      const auto report = migrator.migrate(conn);
+      if (report.applied.empty() && report.functions_updated.empty()) {
+        fmt::print("schema {} is up to date (version {})\n", report.schema, report.version);
+      } else {
+        for (const auto& m : report.applied) fmt::print("applied migration {}\n", m);
+        for (const auto& f : report.functions_updated) fmt::print("applied functions {}\n", f);
+        fmt::print("schema {} is at version {}\n", report.schema, report.version);
+      }
+      return 0;
+    };
+  });
+}
+
+void add_version(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("version", "print the version");
+  cmd->callback([&ctx] {
+    ctx.action = [] {
+      fmt::print("awa {}\n", AWA_VERSION);
+      return 0;
+    };
+  });
+}
+
+}  // namespace awa::cli

@@ -1,0 +1,59 @@
+// A database connection as the public API sees it, for transactional enqueue:
+//
+//   awa::Connection conn = awa::Connection::connect(url);
+//   awa::Transaction tx(conn);
+//   conn.execute("UPDATE orders SET state = 'paid' WHERE id = 42");
+//   storage.insert(conn, awa::NewJob("send_receipt", {{"order", 42}}));
+//   tx.commit();  // the job becomes visible with the order update, or neither does
+//
+// Move-only; one thread at a time. libpq stays out of this header.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace awa {
+
+namespace pg {
+class Connection;
+}
+
+class Connection {
+ public:
+  // Throws ConnectionError when the database cannot be reached within the timeout.
+  static Connection connect(const std::string& url,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Adopts an internal connection (used by the runtime and tests).
+  explicit Connection(std::unique_ptr<pg::Connection> conn);
+  Connection(Connection&&) noexcept;
+  Connection& operator=(Connection&&) noexcept;
+  ~Connection();
+
+  // Runs SQL without parameters (the application's own statements).
+  void execute(std::string_view sql);
+  bool in_transaction() const;
+
+  pg::Connection& native() noexcept { return *conn_; }
+
+ private:
+  std::unique_ptr<pg::Connection> conn_;
+};
+
+// BEGIN on construction; rolls back on destruction unless commit() was called.
+class Transaction {
+ public:
+  explicit Transaction(Connection& conn);
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+  void commit();
+  void rollback();
+
+ private:
+  Connection& conn_;
+  bool open_ = true;
+};
+
+}  // namespace awa

@@ -1,0 +1,84 @@
+// The queue-storage engine's producer side (ADR-025): sharded enqueue heads.
+//
+// One QueueStorage per process (a "store"): it owns the per-queue shard-count cache, the
+// lane-presence cache and the rotor, and is safe to share between threads, each using
+// its own connection.
+//
+// Enqueue calls work in two modes:
+//   - inside a transaction the caller opened on `conn` (transactional enqueue): the jobs
+//     become visible when the caller commits and vanish if it rolls back;
+//   - otherwise self-committing: the call is one atomic transaction of its own.
+// They validate every job first (InvalidArgument, nothing written) and return the job
+// ids in input order.
+//
+// Routing: within one call, rows without an ordering_key share one rotor pick per
+// (queue, priority), so a 500-row batch reserves one contiguous lane_seq range on one lane
+// and issues one INSERT; the rotor advances per pick so successive calls spread over the
+// shards. Rows with an ordering_key go to shard_for_ordering_key(key, S). Lanes are
+// reserved in ascending (queue, priority, enqueue_shard) order — the global lock order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "awa/connection.hpp"
+#include "awa/job.hpp"
+
+namespace awa {
+
+struct StorageOptions {
+  // Schema holding the queue tables. Default: "awa".
+  std::string schema = "awa";
+};
+
+class QueueStorage {
+ public:
+  explicit QueueStorage(StorageOptions options = {});
+  ~QueueStorage();
+  QueueStorage(const QueueStorage&) = delete;
+  QueueStorage& operator=(const QueueStorage&) = delete;
+
+  JobId insert(Connection& conn, const NewJob& job);
+  // One multi-row INSERT per lane, all lanes in one pipelined round trip.
+  std::vector<JobId> insert_many(Connection& conn, std::span<const NewJob> jobs);
+  // The same routing and reservation, rows sent with COPY (the high-volume path).
+  std::vector<JobId> insert_many_copy(Connection& conn, std::span<const NewJob> jobs);
+
+  // The same operations on an internal connection (runtime, benchmarks).
+  std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs);
+  std::vector<JobId> insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs);
+
+  // The queue's enqueue_shards as this store sees it (cached after the first read).
+  int enqueue_shards(pg::Connection& conn, const std::string& queue);
+
+  // Forgets the cached shard counts and lanes: the next enqueue re-reads queue_meta.
+  // Call after changing enqueue_shards (or restart the process), per ADR-025.
+  void reset();
+
+  // Statistics, for tests and metrics.
+  struct Stats {
+    std::uint64_t lane_reservations = 0;  // contiguous ranges reserved
+    std::uint64_t lane_creations = 0;     // ensure_lane calls issued (cache misses)
+    std::uint64_t lane_repairs = 0;       // cached lanes found missing and recreated
+  };
+  Stats stats() const;
+
+  const std::string& schema() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The ordering-key hash of ADR-025 / DESIGN.md §4 (bit-identical to the SQL function
+// shard_for_ordering_key): h = 14695981039346656037; h = h * 1099511628211 + byte.
+std::uint64_t ordering_key_hash(std::string_view key);
+// REQUIRES: 1 <= shards <= 64.
+int shard_for_ordering_key(std::string_view key, int shards);
+
+}  // namespace awa

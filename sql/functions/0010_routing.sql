@@ -1,0 +1,70 @@
+-- Shard routing and input validation shared by every SQL producer. C++ implements the
+-- same hash in src/storage/routing.cpp; tests check that both agree bit for bit.
+
+-- The portable 64-bit rolling hash of ADR-025 (multiply, then add; not FNV-1a):
+--   h = 14695981039346656037; for each byte b: h = (h * 1099511628211 + b) mod 2^64
+-- NUMERIC keeps the arithmetic exact without relying on bigint wrap-around, which
+-- PostgreSQL reports as an error.
+CREATE OR REPLACE FUNCTION {schema}.ordering_key_hash(p_key bytea)
+RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+    h numeric := 14695981039346656037;
+    i integer;
+BEGIN
+    FOR i IN 0 .. length(p_key) - 1 LOOP
+        h := mod(h * 1099511628211 + get_byte(p_key, i), 18446744073709551616);
+    END LOOP;
+    RETURN h;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.shard_for_ordering_key(p_key bytea, p_shards integer)
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+BEGIN
+    IF p_shards < 1 OR p_shards > 64 THEN
+        RAISE EXCEPTION 'shard count % is outside the allowed range 1..64', p_shards
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN mod({schema}.ordering_key_hash(p_key), p_shards)::integer;
+END
+$$;
+
+-- The queue's current shard count; no queue_meta row means 1.
+CREATE OR REPLACE FUNCTION {schema}.queue_shard_count(p_queue text)
+RETURNS integer
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT enqueue_shards FROM {schema}.queue_meta WHERE queue = p_queue), 1)::integer
+$$;
+
+-- The same rules as src/storage/validate.cpp; limits are documented in docs/api.md.
+-- Raises 22023 (invalid_parameter_value) naming the field, before anything is written.
+CREATE OR REPLACE FUNCTION {schema}.validate_job(
+    p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer,
+    p_ordering_key bytea)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_kind IS NULL OR p_kind = '' OR octet_length(p_kind) > 200 THEN
+        RAISE EXCEPTION 'job kind must be 1..200 bytes' USING ERRCODE = '22023';
+    END IF;
+    IF p_queue IS NULL OR p_queue !~ '^[A-Za-z0-9_.:-]{1,200}$' THEN
+        RAISE EXCEPTION 'invalid queue name "%": use 1..200 characters from A-Z a-z 0-9 _ . : -', p_queue
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL OR p_priority NOT BETWEEN 1 AND 4 THEN
+        RAISE EXCEPTION 'priority % is outside 1..4', p_priority USING ERRCODE = '22023';
+    END IF;
+    IF p_max_attempts IS NULL OR p_max_attempts NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max_attempts % is outside 1..1000', p_max_attempts USING ERRCODE = '22023';
+    END IF;
+    IF p_args IS NULL THEN
+        RAISE EXCEPTION 'job args must be JSON, not NULL' USING ERRCODE = '22023';
+    END IF;
+    IF octet_length(p_ordering_key) > 256 THEN
+        RAISE EXCEPTION 'ordering_key is % bytes; the limit is 256', octet_length(p_ordering_key)
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;

@@ -1,0 +1,97 @@
+-- Lanes: creation and range reservation (DESIGN.md §4, ADR-025).
+
+-- Creates the lane (queue, priority, shard) once: its sequence and both head rows.
+-- Creators of the same lane serialise on an advisory lock, then re-check, so concurrent
+-- first enqueues create it exactly once. Rolls back with the caller's transaction, which
+-- is why callers that cache "lane exists" must tolerate the lane vanishing (see
+-- reserve_lane_range, which repairs it).
+CREATE OR REPLACE FUNCTION {schema}.ensure_lane(p_queue text, p_priority integer, p_shard integer)
+RETURNS TABLE (lane_id integer, seq regclass, created boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_id  integer;
+    v_seq regclass;
+BEGIN
+    SELECT h.lane_id, h.seq INTO v_id, v_seq
+    FROM {schema}.queue_enqueue_heads h
+    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    IF FOUND THEN
+        RETURN QUERY SELECT v_id, v_seq, false;
+        RETURN;
+    END IF;
+
+    IF p_shard < 0 OR p_shard > 63 THEN
+        RAISE EXCEPTION 'enqueue_shard % is outside 0..63', p_shard USING ERRCODE = '22023';
+    END IF;
+    -- Lane creation lock: its own key space (classid = hash of "<schema>:lanes"), apart
+    -- from the lane locks (classid = hash of the schema name).
+    PERFORM pg_advisory_xact_lock(hashtext('{schema}:lanes'), hashtext(p_queue || ':' || p_priority || ':' || p_shard));
+    SELECT h.lane_id, h.seq INTO v_id, v_seq
+    FROM {schema}.queue_enqueue_heads h
+    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    IF FOUND THEN
+        RETURN QUERY SELECT v_id, v_seq, false;
+        RETURN;
+    END IF;
+
+    v_id := nextval('{schema}.lane_ids');
+    EXECUTE format('CREATE SEQUENCE %s.%I AS bigint MINVALUE 1 START 1', '{schema}', 'lane_seq_' || v_id);
+    v_seq := format('%s.%I', '{schema}', 'lane_seq_' || v_id)::regclass;
+    INSERT INTO {schema}.queue_enqueue_heads (queue, priority, enqueue_shard, lane_id, seq)
+    VALUES (p_queue, p_priority, p_shard, v_id, v_seq);
+    INSERT INTO {schema}.queue_claim_heads (queue, priority, enqueue_shard)
+    VALUES (p_queue, p_priority, p_shard)
+    ON CONFLICT DO NOTHING;
+    RETURN QUERY SELECT v_id, v_seq, true;
+END
+$$;
+
+-- Reserves p_count contiguous lane_seq values on the lane and returns the first.
+--
+-- The lane's transaction-scoped advisory lock is taken first and held until the caller's
+-- transaction ends. That is the visibility argument of ADR-025: within a lane, a later
+-- producer cannot even reserve N+1 until the producer of N has committed or rolled back,
+-- so a claimer that sees row N+k knows every row below it is final (committed, or a
+-- permanent rollback gap). Lanes must be reserved in ascending (queue, priority,
+-- enqueue_shard) order within a transaction; that global order is what keeps two
+-- producers from deadlocking on each other's lanes.
+--
+-- If the lane is missing (a cached lane whose creation was rolled back) it is created
+-- here, so the caller's transaction never fails for a stale cache; `repaired` says so.
+CREATE OR REPLACE FUNCTION {schema}.reserve_lane_range(
+    p_queue text, p_priority integer, p_shard integer, p_count integer,
+    OUT first_seq bigint, OUT repaired boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id  integer;
+    v_seq regclass;
+BEGIN
+    IF p_count IS NULL OR p_count < 1 THEN
+        RAISE EXCEPTION 'reservation size must be >= 1' USING ERRCODE = '22023';
+    END IF;
+    repaired := false;
+    SELECT h.lane_id, h.seq INTO v_id, v_seq
+    FROM {schema}.queue_enqueue_heads h
+    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    IF NOT FOUND THEN
+        SELECT e.lane_id, e.seq, e.created INTO v_id, v_seq, repaired
+        FROM {schema}.ensure_lane(p_queue, p_priority, p_shard) e;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('{schema}'), v_id);
+    first_seq := nextval(v_seq);
+    IF p_count > 1 THEN
+        PERFORM setval(v_seq, first_seq + p_count - 1);
+    END IF;
+END
+$$;
+
+-- Slots of a ring that may hold rows, oldest first: the cyclic range oldest..current.
+CREATE OR REPLACE FUNCTION {schema}.ring_live_slots(p_ring text)
+RETURNS smallint[]
+LANGUAGE sql STABLE AS $$
+    SELECT array_agg(((r.oldest_slot + i) % r.slot_count)::smallint ORDER BY i)
+    FROM {schema}.ring_state r,
+         generate_series(0, (r.current_slot - r.oldest_slot + r.slot_count) % r.slot_count) AS i
+    WHERE r.ring = p_ring
+$$;

@@ -1,0 +1,153 @@
+-- SQL enqueue for any language (DESIGN.md §1): routes exactly like the C++ producer.
+--
+-- Lock-order rule for several calls in one transaction (docs/api.md, tested in
+-- insert_job_compat_pgtest.cpp): each call reserves one lane and holds its lock to
+-- commit. Unkeyed calls for the same (queue, priority) stick to one shard for the rest of
+-- the transaction, so any number of them touch a single lane and cannot deadlock with one
+-- another. Calls that touch several lanes (several queues or priorities, or ordering keys
+-- on different shards) must come in ascending (queue, priority) order with keys in
+-- ascending shard order — or use insert_jobs_compat(), which sorts the lanes itself.
+-- Otherwise two such transactions may deadlock, and PostgreSQL aborts one with 40P01.
+CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
+    p_kind text,
+    p_args jsonb DEFAULT '{}'::jsonb,
+    p_queue text DEFAULT 'default',
+    p_priority integer DEFAULT 2,
+    p_max_attempts integer DEFAULT 25,
+    p_run_at timestamptz DEFAULT NULL,
+    p_ordering_key bytea DEFAULT NULL,
+    p_metadata jsonb DEFAULT NULL,
+    p_tags text[] DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id     bigint;
+    v_shards integer;
+    v_shard  integer;
+    v_sticky text;
+    v_guc    text;
+    v_seq    bigint;
+BEGIN
+    PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
+    v_id := nextval('{schema}.job_ids');
+
+    IF p_run_at IS NOT NULL AND p_run_at > now() THEN
+        INSERT INTO {schema}.deferred_jobs
+            (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
+             ordering_key, metadata, tags, reason)
+        VALUES (v_id, p_queue, p_priority, p_kind, p_args, p_max_attempts, p_run_at, now(),
+                p_ordering_key, p_metadata, p_tags, 'scheduled');
+        RETURN v_id;
+    END IF;
+
+    v_shards := {schema}.queue_shard_count(p_queue);
+    IF v_shards = 1 THEN
+        v_shard := 0;
+    ELSIF p_ordering_key IS NOT NULL THEN
+        v_shard := {schema}.shard_for_ordering_key(p_ordering_key, v_shards);
+    ELSE
+        -- The rotor pick is kept for the transaction (a transaction-local setting), so all
+        -- unkeyed rows of this (queue, priority) in one transaction share one lane.
+        v_guc := 'awa_compat.s' || md5(current_schema() || '{schema}' || p_queue || ':' || p_priority);
+        v_sticky := current_setting(v_guc, true);
+        IF v_sticky IS NULL OR v_sticky = '' THEN
+            v_shard := (nextval('{schema}.compat_rotor') % v_shards)::integer;
+            PERFORM set_config(v_guc, v_shard::text, true);
+        ELSE
+            v_shard := v_sticky::integer;
+        END IF;
+    END IF;
+
+    SELECT r.first_seq INTO v_seq FROM {schema}.reserve_lane_range(p_queue, p_priority, v_shard, 1) r;
+    INSERT INTO {schema}.ready_entries
+        (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
+         max_attempts, run_at, created_at, ordering_key, metadata, tags)
+    VALUES ((SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+            p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
+            p_max_attempts, coalesce(p_run_at, now()), now(), p_ordering_key, p_metadata, p_tags);
+    PERFORM pg_notify('awa:' || p_queue, '');
+    RETURN v_id;
+END
+$$;
+
+-- Batch form: p_jobs is a JSON array of objects
+--   {"kind": text, "args": json, "queue": text, "priority": int, "max_attempts": int,
+--    "run_at": timestamptz, "ordering_key": text (its UTF-8 bytes are the key),
+--    "metadata": json, "tags": [text]}
+-- (only "kind" is required). Returns the job ids in input order. Lanes are reserved in
+-- ascending (queue, priority, enqueue_shard) order, one reservation per lane, so any two
+-- such calls are deadlock-free against each other and against the C++ producer.
+CREATE OR REPLACE FUNCTION {schema}.insert_jobs_compat(p_jobs jsonb)
+RETURNS TABLE (ord bigint, job_id bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_lane record;
+    v_seq  bigint;
+BEGIN
+    IF p_jobs IS NULL OR jsonb_typeof(p_jobs) <> 'array' THEN
+        RAISE EXCEPTION 'insert_jobs_compat expects a JSON array of jobs' USING ERRCODE = '22023';
+    END IF;
+
+    CREATE TEMP TABLE IF NOT EXISTS awa_compat_batch (
+        ord bigint, job_id bigint, kind text, args jsonb, queue text, priority integer,
+        max_attempts integer, run_at timestamptz, ordering_key bytea, metadata jsonb,
+        tags text[], deferred boolean, shard integer) ON COMMIT DROP;
+    TRUNCATE awa_compat_batch;
+
+    INSERT INTO awa_compat_batch (ord, job_id, kind, args, queue, priority, max_attempts, run_at,
+                                  ordering_key, metadata, tags)
+    SELECT e.ord, nextval('{schema}.job_ids'), e.j->>'kind', coalesce(e.j->'args', '{}'::jsonb),
+           coalesce(e.j->>'queue', 'default'), coalesce((e.j->>'priority')::integer, 2),
+           coalesce((e.j->>'max_attempts')::integer, 25), (e.j->>'run_at')::timestamptz,
+           convert_to(e.j->>'ordering_key', 'UTF8'), e.j->'metadata',
+           CASE WHEN e.j ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(e.j->'tags')) END
+    FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(j, ord);
+
+    PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key)
+    FROM awa_compat_batch b;
+
+    INSERT INTO {schema}.deferred_jobs
+        (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
+         ordering_key, metadata, tags, reason)
+    SELECT b.job_id, b.queue, b.priority, b.kind, b.args, b.max_attempts, b.run_at, now(),
+           b.ordering_key, b.metadata, b.tags, 'scheduled'
+    FROM awa_compat_batch b WHERE b.run_at > now();
+    UPDATE awa_compat_batch b SET deferred = coalesce(b.run_at > now(), false);
+
+    -- Shards: keyed rows by hash; unkeyed rows of one (queue, priority) by one rotor pick.
+    UPDATE awa_compat_batch b
+    SET shard = CASE WHEN s.shards = 1 THEN 0
+                     WHEN b.ordering_key IS NOT NULL THEN {schema}.shard_for_ordering_key(b.ordering_key, s.shards)
+                     ELSE s.pick END
+    FROM (SELECT q.queue, q.priority, {schema}.queue_shard_count(q.queue) AS shards,
+                 (nextval('{schema}.compat_rotor') % {schema}.queue_shard_count(q.queue))::integer AS pick
+          FROM (SELECT DISTINCT queue, priority FROM awa_compat_batch WHERE NOT deferred) q) s
+    WHERE s.queue = b.queue AND s.priority = b.priority AND NOT b.deferred;
+
+    FOR v_lane IN
+        SELECT b.queue, b.priority, b.shard, count(*) AS n
+        FROM awa_compat_batch b
+        WHERE NOT b.deferred
+        GROUP BY b.queue, b.priority, b.shard
+        ORDER BY b.queue COLLATE "C", b.priority, b.shard
+    LOOP
+        SELECT r.first_seq INTO v_seq
+        FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
+        INSERT INTO {schema}.ready_entries
+            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
+             max_attempts, run_at, created_at, ordering_key, metadata, tags)
+        SELECT (SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+               b.queue, b.priority, b.shard, v_seq + row_number() OVER (ORDER BY b.ord) - 1,
+               b.job_id, b.kind, b.args, b.max_attempts, coalesce(b.run_at, now()), now(),
+               b.ordering_key, b.metadata, b.tags
+        FROM awa_compat_batch b
+        WHERE b.queue = v_lane.queue AND b.priority = v_lane.priority AND b.shard = v_lane.shard
+          AND NOT b.deferred;
+        PERFORM pg_notify('awa:' || v_lane.queue, '');
+    END LOOP;
+
+    RETURN QUERY
+    SELECT b.ord, b.job_id FROM awa_compat_batch b ORDER BY b.ord;
+END
+$$;

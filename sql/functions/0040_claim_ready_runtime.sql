@@ -1,0 +1,155 @@
+-- The claim (DESIGN.md §5, ADR-025 "claim side").
+--
+-- 1. Candidates: every claim head of the queue, joined to its enqueue head on the full
+--    lane key (queue, priority, enqueue_shard), that has a committed unclaimed row at or
+--    after its cursor. Ordered by effective priority, then the lane head's run_at, then
+--    the lane priority. No predicate on enqueue_shard < current shard count: after the
+--    count is lowered, the out-of-range shards keep draining.
+-- 2. Lock one: FOR UPDATE OF claims SKIP LOCKED, so concurrent claimers spread over
+--    shards instead of queueing behind one head.
+-- 3. Drain up to p_max_batch rows of that lane in lane_seq order, with a fresh snapshot
+--    taken after the lock. Every row the snapshot shows is committed; because producers
+--    hold the lane lock to commit, a visible row N+k proves every lane_seq below it final,
+--    so the cursor may jump over gaps (rolled-back ranges) between visible rows. With no
+--    visible row at the cursor (an uncommitted reservation at the head) the lane yields
+--    nothing now. Tombstoned (cancelled) rows are skipped but passed by the cursor.
+-- 4. Write receipts (lease_claims, shard carried) and move the cursor, in the caller's
+--    transaction: a rolled-back claim hands the same rows out again, and a crash after
+--    commit leaves nothing to repair.
+--
+-- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
+-- row's run_at; the lane priority stays in every key and is returned beside it.
+CREATE OR REPLACE FUNCTION {schema}.claim_ready_runtime(
+    p_queue text,
+    p_max_batch integer,
+    p_deadline interval DEFAULT NULL,
+    p_aging interval DEFAULT NULL)
+RETURNS TABLE (
+    job_id bigint, run_lease bigint, attempt smallint, enqueue_shard smallint,
+    ready_slot smallint, lane_seq bigint, claim_slot smallint, queue text,
+    priority smallint, effective_priority smallint, kind text, args jsonb,
+    metadata jsonb, tags text[], max_attempts smallint, ordering_key bytea, errors jsonb,
+    run_at timestamptz, created_at timestamptz, claimed_at timestamptz, deadline_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_slots      smallint[];
+    v_claim_slot smallint;
+    v_aging_s    double precision;
+    v_priority   smallint;
+    v_shard      smallint;
+    v_cursor     bigint;
+    v_rows       bigint;
+    v_tries      integer := 0;
+BEGIN
+    IF p_max_batch IS NULL OR p_max_batch < 1 THEN
+        RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.paused) THEN
+        RETURN;
+    END IF;
+
+    v_aging_s := coalesce(extract(epoch FROM p_aging)::double precision,
+                          (SELECT m.priority_aging_ms / 1000.0 FROM {schema}.queue_meta m
+                           WHERE m.queue = p_queue));
+    IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
+        v_aging_s := NULL;
+    END IF;
+    v_slots := {schema}.ring_live_slots('queue');
+    SELECT r.current_slot INTO v_claim_slot FROM {schema}.ring_state r WHERE r.ring = 'claim';
+
+    -- A lane whose visible head turns out to be only tombstones, or that another claimer
+    -- drained between our candidate scan and our lock, yields nothing: try the next one.
+    -- Bounded: each pass either returns rows or moves a cursor / skips a drained lane.
+    LOOP
+        v_tries := v_tries + 1;
+        SELECT claims.priority, claims.enqueue_shard
+        INTO v_priority, v_shard
+        FROM {schema}.queue_claim_heads AS claims
+        JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
+        CROSS JOIN LATERAL (
+            SELECT h.run_at
+            FROM unnest(v_slots) AS s(slot)
+            CROSS JOIN LATERAL (
+                SELECT r.run_at, r.lane_seq
+                FROM {schema}.ready_entries r
+                WHERE r.ready_slot = s.slot
+                  AND r.queue = claims.queue
+                  AND r.priority = claims.priority
+                  AND r.enqueue_shard = claims.enqueue_shard
+                  AND r.lane_seq >= claims.claim_seq
+                ORDER BY r.lane_seq
+                LIMIT 1) h
+            ORDER BY h.lane_seq
+            LIMIT 1) AS head
+        WHERE claims.queue = p_queue
+        ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
+                      ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.run_at) / v_aging_s))
+                 END,
+                 head.run_at,
+                 claims.priority
+        LIMIT 1
+        FOR UPDATE OF claims SKIP LOCKED;
+
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+
+        -- Re-read the cursor under the lock: a claimer that committed after our candidate
+        -- scan may have moved it.
+        SELECT c.claim_seq INTO v_cursor
+        FROM {schema}.queue_claim_heads c
+        WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard;
+
+        RETURN QUERY
+        WITH picked AS MATERIALIZED (
+            SELECT p.*
+            FROM unnest(v_slots) AS s(slot)
+            CROSS JOIN LATERAL (
+                SELECT r.*
+                FROM {schema}.ready_entries r
+                WHERE r.ready_slot = s.slot
+                  AND r.queue = p_queue
+                  AND r.priority = v_priority
+                  AND r.enqueue_shard = v_shard
+                  AND r.lane_seq >= v_cursor
+                ORDER BY r.lane_seq
+                LIMIT p_max_batch) p
+            ORDER BY p.lane_seq
+            LIMIT p_max_batch),
+        live AS MATERIALIZED (
+            SELECT p.*
+            FROM picked p
+            WHERE NOT EXISTS (
+                SELECT 1 FROM {schema}.ready_tombstones t
+                WHERE t.ready_slot = p.ready_slot AND t.queue = p.queue AND t.priority = p.priority
+                  AND t.enqueue_shard = p.enqueue_shard AND t.lane_seq = p.lane_seq)),
+        receipts AS (
+            INSERT INTO {schema}.lease_claims
+                (claim_slot, job_id, run_lease, ready_slot, queue, priority, enqueue_shard,
+                 lane_seq, attempt, claimed_at, deadline_at)
+            SELECT v_claim_slot, l.job_id, l.run_lease + 1, l.ready_slot, l.queue, l.priority,
+                   l.enqueue_shard, l.lane_seq, (l.attempt + 1)::smallint, now(), now() + p_deadline
+            FROM live l),
+        advance AS (
+            UPDATE {schema}.queue_claim_heads c
+            SET claim_seq = (SELECT max(p.lane_seq) + 1 FROM picked p), claimed_at = now()
+            WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard
+              AND EXISTS (SELECT 1 FROM picked))
+        SELECT l.job_id, l.run_lease + 1, (l.attempt + 1)::smallint, l.enqueue_shard,
+               l.ready_slot, l.lane_seq, v_claim_slot, l.queue, l.priority,
+               (CASE WHEN v_aging_s IS NULL THEN l.priority
+                     ELSE greatest(1, l.priority - floor(extract(epoch FROM now() - l.run_at) / v_aging_s))
+                END)::smallint,
+               l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
+               l.run_at, l.created_at, now(), now() + p_deadline
+        FROM live l
+        ORDER BY l.lane_seq;
+
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        IF v_rows > 0 OR v_tries >= 8 THEN
+            RETURN;
+        END IF;
+    END LOOP;
+END
+$$;

@@ -1,0 +1,43 @@
+// awa::Connection / awa::Transaction: the public face of pg::Connection.
+#include "awa/connection.hpp"
+
+#include "pg/connection.hpp"
+
+namespace awa {
+
+Connection Connection::connect(const std::string& url, std::chrono::milliseconds timeout) {
+  pg::ConnectOptions o;
+  o.url = url;
+  o.connect_timeout = timeout;
+  return Connection(std::make_unique<pg::Connection>(pg::Connection::connect(o)));
+}
+
+Connection::Connection(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
+Connection::Connection(Connection&&) noexcept = default;
+Connection& Connection::operator=(Connection&&) noexcept = default;
+Connection::~Connection() = default;
+
+void Connection::execute(std::string_view sql) { conn_->exec(sql); }
+bool Connection::in_transaction() const { return conn_->in_transaction(); }
+
+Transaction::Transaction(Connection& conn) : conn_(conn) { conn_.execute("BEGIN"); }
+
+Transaction::~Transaction() {
+  if (!open_) return;
+  try {
+    rollback();
+  } catch (...) {  // a destructor must not throw; a broken connection rolls back anyway
+  }
+}
+
+void Transaction::commit() {
+  open_ = false;
+  conn_.execute("COMMIT");
+}
+
+void Transaction::rollback() {
+  open_ = false;
+  conn_.execute("ROLLBACK");
+}
+
+}  // namespace awa

@@ -1,0 +1,59 @@
+// Applies the embedded schema to a target schema.
+//
+// Versioned migrations (sql/migrations/NNNN_name.sql) are append-only: each is applied
+// once, in version order, and recorded with a checksum of its text; if an applied
+// migration's text has changed since, or the database records a version this binary
+// does not know, migrate() refuses with MigrationError and changes nothing.
+// Function files (sql/functions/*.sql) are CREATE OR REPLACE definitions, re-applied
+// whenever their checksum differs from the recorded one.
+//
+// Everything runs in one transaction under a transaction-scoped advisory lock keyed by
+// the schema name, so any number of processes may migrate the same schema at once:
+// one applies, the others wait and then find nothing to do.
+//
+// Thread safety: a Migrator is immutable; migrate() uses only the connection passed in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pg/connection.hpp"
+
+namespace awa::schema {
+
+struct Migration {
+  int version;
+  std::string name;      // file name, e.g. "0001_queue_storage.sql"
+  std::string checksum;  // hex of a 64-bit hash of the file text
+  std::string_view text;
+};
+
+struct MigrationReport {
+  std::string schema;
+  std::vector<std::string> applied;            // migration file names applied now
+  std::vector<std::string> functions_updated;  // function file names (re)applied now
+  int version = 0;                             // schema version afterwards
+};
+
+// The embedded migrations in version order. Throws MigrationError if two files share a
+// version or a name does not match NNNN_name.sql.
+std::vector<Migration> embedded_migrations();
+
+std::string checksum(std::string_view text);
+
+class Migrator {
+ public:
+  // Throws InvalidArgument for a bad schema name. Default: "awa".
+  explicit Migrator(std::string schema = "awa");
+
+  MigrationReport migrate(pg::Connection& conn) const;
+
+  const std::string& schema() const noexcept { return schema_; }
+
+ private:
+  std::string schema_;
+  std::string quoted_;
+};
+
+}  // namespace awa::schema
