@@ -67,6 +67,10 @@ class Connection {
   void prepare(const std::string& name, std::string_view sql);
   Result exec_prepared(const std::string& name, const Params& params);
   Result exec_cached(std::string_view sql, const Params& params);
+  // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit FNV-1a hash.
+  static std::string cached_statement_name(std::string_view sql);
+  // Prepares `sql` under cached_statement_name() unless already done; returns the name.
+  std::string ensure_prepared(std::string_view sql);
 
   // A pipeline on this connection (see pipeline.hpp). The connection must not be used
   // for anything else until the pipeline is run or destroyed.
@@ -96,8 +100,11 @@ class Connection {
     void operator()(pg_conn* c) const noexcept;
   };
   explicit Connection(pg_conn* c);
+  pg_conn* require_open() const;
+  // Checks a result of a synchronous call; throws (after draining) on failure.
+  Result check(pg_result* res, std::string_view sql);
   std::unique_ptr<pg_conn, Deleter> conn_;
-  std::unordered_set<std::string> prepared_;
+  std::unordered_set<std::string> prepared_;  // statement names prepared on this session
 };
 
 // Rolls back on destruction unless commit() was called.

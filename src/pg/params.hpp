@@ -16,6 +16,8 @@
 
 namespace awa::pg {
 
+struct Bytea;  // result.hpp
+
 class Params {
  public:
   Params() = default;
@@ -28,6 +30,8 @@ class Params {
   Params& add(std::int32_t value) { return add(static_cast<std::int64_t>(value)); }
   Params& add(std::int16_t value) { return add(static_cast<std::int64_t>(value)); }
   Params& add(std::uint32_t value) { return add(static_cast<std::int64_t>(value)); }
+  // Throws awa::InvalidArgument above INT64_MAX (PostgreSQL has no unsigned types).
+  Params& add(std::uint64_t value);
   Params& add(double value);
   Params& add(bool value);
   // A timestamptz, sent as microseconds since the Unix epoch through to_timestamp-free
@@ -35,14 +39,18 @@ class Params {
   Params& add(std::chrono::system_clock::time_point value);
   Params& add_bytea(std::span<const std::byte> value);
   Params& add_bytea(std::string_view bytes);  // raw bytes held in a string
+  Params& add(const Bytea& value);
   template <class T>
   Params& add(const std::optional<T>& value) {
     return value ? add(*value) : null();
   }
 
   std::size_t size() const noexcept { return values_.size(); }
-  // For libpq: one pointer per parameter, nullptr for NULL. Valid until the next add().
+  // For libpq: one pointer per parameter, nullptr for NULL. Valid until the next add()
+  // (rebuilt on every call, so a copied Params never points into its source).
   const char* const* values() const;
+  // The text of parameter i, nullopt for NULL (for tests and error messages).
+  const std::optional<std::string>& value(std::size_t i) const { return values_.at(i); }
 
  private:
   std::vector<std::optional<std::string>> values_;

@@ -16,6 +16,12 @@ struct pg_result;  // PGresult, from libpq-fe.h; kept out of every other header
 
 namespace awa::pg {
 
+// Raw bytes of a bytea value.
+struct Bytea {
+  std::string bytes;
+  friend bool operator==(const Bytea&, const Bytea&) = default;
+};
+
 class Result {
  public:
   Result() = default;
@@ -28,6 +34,11 @@ class Result {
   bool empty() const { return rows() == 0; }
   // Rows affected by INSERT/UPDATE/DELETE/COPY (PQcmdTuples), 0 when not applicable.
   std::int64_t affected_rows() const;
+  std::string_view column_name(int col) const;
+  // The command tag, e.g. "INSERT 0 1" or "ROLLBACK" (PQcmdStatus).
+  std::string_view command_status() const;
+  // For src/pg internals.
+  pg_result* native() const noexcept { return res_.get(); }
 
   int column(std::string_view name) const;  // throws if there is no such column
   bool is_null(int row, int col) const;
@@ -60,9 +71,16 @@ class Result {
   std::unique_ptr<pg_result, Deleter> res_;
 };
 
-// Raw bytes of a bytea value.
-struct Bytea {
-  std::string bytes;
-};
+// get<T> is defined in result.cpp for exactly these types.
+extern template std::string Result::get<std::string>(int, int) const;
+extern template std::string_view Result::get<std::string_view>(int, int) const;
+extern template bool Result::get<bool>(int, int) const;
+extern template std::int16_t Result::get<std::int16_t>(int, int) const;
+extern template std::int32_t Result::get<std::int32_t>(int, int) const;
+extern template std::int64_t Result::get<std::int64_t>(int, int) const;
+extern template double Result::get<double>(int, int) const;
+extern template std::chrono::system_clock::time_point
+Result::get<std::chrono::system_clock::time_point>(int, int) const;
+extern template Bytea Result::get<Bytea>(int, int) const;
 
 }  // namespace awa::pg

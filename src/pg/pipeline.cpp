@@ -1,0 +1,206 @@
+#include "pg/pipeline.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "awa/error.hpp"
+#include "pg/connection.hpp"
+#include "pg/error_map.hpp"
+
+namespace awa::pg {
+namespace {
+
+// Puts the connection back into blocking, non-pipeline mode on every way out of run().
+// On the success path run() has already done so; on an error path the connection is
+// usually broken, and a connection left in pipeline mode is discarded by the pool.
+class ModeGuard {
+ public:
+  explicit ModeGuard(PGconn* conn) : conn_(conn) {}
+  ModeGuard(const ModeGuard&) = delete;
+  ModeGuard& operator=(const ModeGuard&) = delete;
+  ~ModeGuard() {
+    // Never blocks: the flush PQsetnonblocking does still runs in non-blocking mode.
+    if (PQisnonblocking(conn_) != 0) PQsetnonblocking(conn_, 0);
+    if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF) PQexitPipelineMode(conn_);
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+// Sends everything libpq has buffered. The socket is non-blocking: while the server's
+// replies fill our receive buffer it stops reading, so waiting only for writability could
+// deadlock; reading whatever arrives (into libpq's buffer) keeps both sides moving.
+void flush_all(PGconn* conn) {
+  for (;;) {
+    const int r = PQflush(conn);
+    if (r == 0) return;
+    if (r < 0) throw_connection_error(conn, "sending a pipeline");
+    pollfd pfd{};
+    pfd.fd = PQsocket(conn);
+    pfd.events = POLLIN | POLLOUT;
+    if (::poll(&pfd, 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw ConnectionError(
+          std::string("poll() failed while sending a pipeline: ") + std::strerror(errno),
+          Retry::kRetryCall);
+    }
+    if ((pfd.revents & (POLLIN | POLLERR | POLLHUP)) != 0 && PQconsumeInput(conn) == 0) {
+      throw_connection_error(conn, "sending a pipeline");
+    }
+  }
+}
+
+ErrorInfo plain_error(std::string message) {
+  ErrorInfo info;
+  info.message = std::move(message);
+  return info;
+}
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
+
+}  // namespace
+
+void Pipeline::add(std::string_view sql, const Params& params) {
+  items_.push_back(Item{std::string(sql), params, false});
+}
+
+void Pipeline::add_cached(std::string_view sql, const Params& params) {
+  items_.push_back(Item{std::string(sql), params, true});
+}
+
+std::vector<Result> Pipeline::run() {
+  std::vector<Item> items = std::move(items_);
+  items_.clear();
+  if (items.empty()) return {};
+  PGconn* conn = conn_.native();
+  if (conn == nullptr) throw Error("pipeline on a closed (moved-from) connection");
+
+  // Cached statements are prepared before the pipeline starts: a Parse inside it would
+  // add results of its own to match up.
+  std::vector<std::string> names(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].cached) continue;
+    try {
+      names[i] = conn_.ensure_prepared(items[i].sql);
+    } catch (const PipelineError&) {
+      throw;
+    } catch (const DatabaseError& e) {
+      throw PipelineError(e, i);
+    }
+  }
+
+  if (PQenterPipelineMode(conn) != 1) throw_connection_error(conn, "entering pipeline mode");
+  ModeGuard guard(conn);
+  if (PQsetnonblocking(conn, 1) != 0) throw_connection_error(conn, "entering pipeline mode");
+
+  // --- send ---
+  std::size_t sent = 0;
+  std::optional<ErrorInfo> send_error;
+  for (const Item& item : items) {
+    if (item.params.size() > std::numeric_limits<std::uint16_t>::max()) {
+      send_error = plain_error(statement_context(item.sql) + ": too many parameters");
+      break;
+    }
+    const int n = static_cast<int>(item.params.size());
+    const int ok = item.cached ? PQsendQueryPrepared(conn, names[sent].c_str(), n,
+                                                     item.params.values(), nullptr, nullptr, 0)
+                               : PQsendQueryParams(conn, item.sql.c_str(), n, nullptr,
+                                                   item.params.values(), nullptr, nullptr, 0);
+    if (ok != 1) {
+      if (PQstatus(conn) != CONNECTION_OK) throw_connection_error(conn, "sending a pipeline");
+      send_error = describe_result_error(nullptr, conn, statement_context(item.sql));
+      break;
+    }
+    ++sent;
+    if (PQflush(conn) < 0) throw_connection_error(conn, "sending a pipeline");
+    if (sent % 64 == 0 && PQconsumeInput(conn) == 0) {
+      throw_connection_error(conn, "sending a pipeline");
+    }
+  }
+  if (PQpipelineSync(conn) != 1) throw_connection_error(conn, "sending a pipeline");
+  flush_all(conn);
+  if (PQsetnonblocking(conn, 0) != 0) throw_connection_error(conn, "sending a pipeline");
+
+  // --- receive: per statement one result then NULL, then the Sync ---
+  // The budget bounds the loop should the server and libpq ever disagree on the count.
+  std::size_t budget = 4 * (sent + 1) + 16;
+  const auto next = [&]() -> PGresult* {
+    if (budget-- == 0) {
+      throw ConnectionError("pipeline: no Sync after " + std::to_string(sent) +
+                                " statements; the connection is out of step",
+                            Retry::kRetryCall);
+    }
+    return PQgetResult(conn);
+  };
+
+  std::vector<Result> results;
+  results.reserve(sent);
+  std::optional<ErrorInfo> first_error;
+  std::size_t first_error_index = 0;
+  for (std::size_t i = 0; i < sent; ++i) {
+    ResultPtr res(next());
+    if (!res) throw_connection_error(conn, "reading pipeline results");
+    if (PQresultStatus(res.get()) == PGRES_PIPELINE_SYNC) {
+      throw ConnectionError("pipeline: Sync arrived before all results", Retry::kRetryCall);
+    }
+    // Extended-protocol statements produce one result each; anything more is dropped.
+    while (ResultPtr extra{next()}) {
+      if (PQresultStatus(extra.get()) == PGRES_PIPELINE_SYNC) {
+        throw ConnectionError("pipeline: Sync arrived before all results", Retry::kRetryCall);
+      }
+    }
+    switch (PQresultStatus(res.get())) {
+      case PGRES_COMMAND_OK:
+      case PGRES_TUPLES_OK:
+      case PGRES_EMPTY_QUERY:
+        results.emplace_back(res.release());
+        break;
+      case PGRES_PIPELINE_ABORTED:
+        // Skipped because an earlier statement failed.
+        if (!first_error) {
+          first_error = plain_error(statement_context(items[i].sql) + ": pipeline aborted");
+          first_error_index = i;
+        }
+        break;
+      default:
+        if (!first_error) {
+          first_error = describe_result_error(res.get(), conn, statement_context(items[i].sql));
+          first_error_index = i;
+        }
+        if (PQstatus(conn) != CONNECTION_OK) throw_error(*first_error);
+        break;
+    }
+  }
+  for (;;) {
+    ResultPtr res(next());
+    if (!res) {
+      if (PQstatus(conn) != CONNECTION_OK) throw_connection_error(conn, "reading pipeline results");
+      continue;
+    }
+    if (PQresultStatus(res.get()) == PGRES_PIPELINE_SYNC) break;
+  }
+  if (PQexitPipelineMode(conn) != 1) throw_connection_error(conn, "leaving pipeline mode");
+
+  if (!first_error && send_error) {
+    first_error = std::move(send_error);
+    first_error_index = sent;
+  }
+  if (first_error) {
+    if (first_error->classification.kind == ErrorKind::kConnection) throw_error(*first_error);
+    const DatabaseError cause(first_error->message, first_error->classification.retry,
+                              first_error->sqlstate, first_error->detail, first_error->hint);
+    throw PipelineError(cause, first_error_index);
+  }
+  return results;
+}
+
+}  // namespace awa::pg
