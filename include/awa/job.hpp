@@ -59,4 +59,73 @@ struct NewJob {
   }
 };
 
+// A claimed attempt, as claim_ready_runtime returns it. The lane key (ready_slot, queue,
+// priority, enqueue_shard, lane_seq), the receipt's claim_slot and (job_id, run_lease)
+// together name the attempt; completion sends them back.
+struct ClaimedEntry {
+  JobId job_id = 0;
+  std::int64_t run_lease = 0;  // this attempt's lease: +1 on every claim
+  int attempt = 0;             // 1 for the first attempt
+  int max_attempts = 0;
+  int enqueue_shard = 0;
+  int ready_slot = 0;
+  std::int64_t lane_seq = 0;
+  int claim_slot = 0;
+  std::string queue;
+  int priority = 0;            // the lane priority (part of every key)
+  int effective_priority = 0;  // after claim-time aging
+  std::string kind;
+  std::string args_json;
+  nlohmann::json metadata;  // null when none
+  std::vector<std::string> tags;
+  std::optional<std::string> ordering_key;
+  nlohmann::json errors;  // earlier attempts' errors: [{attempt, error, at}], or null
+  std::chrono::system_clock::time_point run_at;
+  std::chrono::system_clock::time_point created_at;
+  std::chrono::system_clock::time_point claimed_at;
+  std::optional<std::chrono::system_clock::time_point> deadline_at;
+};
+
+// How an attempt ended, as the handler reports it.
+enum class Outcome {
+  kCompleted,
+  kRetry,   // retryable failure: again after a backoff while attempts remain, else failed / DLQ
+  kFail,    // terminal failure: failed, or DLQ when the queue enables it
+  kSnooze,  // run again after a delay; the attempt is not consumed
+  kCancel,
+};
+
+const char* to_string(Outcome outcome);
+
+struct Completion {
+  // The attempt, copied from its ClaimedEntry.
+  JobId job_id = 0;
+  std::int64_t run_lease = 0;
+  int claim_slot = 0;
+  int ready_slot = 0;
+  std::string queue;
+  int priority = 0;
+  int enqueue_shard = 0;
+  std::int64_t lane_seq = 0;
+  int attempt = 0;
+  int max_attempts = 0;
+
+  Outcome outcome = Outcome::kCompleted;
+  std::string error;                    // kRetry / kFail: the message kept on the job
+  std::chrono::milliseconds delay{-1};  // kRetry / kSnooze; negative: default backoff
+
+  static Completion of(const ClaimedEntry& entry, Outcome outcome, std::string error = {},
+                       std::chrono::milliseconds delay = std::chrono::milliseconds(-1));
+};
+
+// What a completion did: the attempt's end state ("completed", "retried", "failed",
+// "dlq", "snoozed", "cancelled"), or stale when it matched no open attempt (the job was
+// rescued, cancelled or retried meanwhile) and changed nothing.
+struct CompletionResult {
+  JobId job_id = 0;
+  std::int64_t run_lease = 0;
+  std::optional<std::string> state;
+  bool stale() const { return !state.has_value(); }
+};
+
 }  // namespace awa

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +53,31 @@ class QueueStorage {
   // The same operations on an internal connection (runtime, benchmarks).
   std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs);
   std::vector<JobId> insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs);
+
+  // --- consumer side -------------------------------------------------------------------
+  struct ClaimOptions {
+    // Rows per claim, from one lane. Default: 512.
+    int max_batch = 512;
+    // Hard deadline for each claimed attempt (rescued after it). Default: none.
+    std::optional<std::chrono::milliseconds> deadline;
+    // Priority aging interval: a row's effective priority improves by one per interval
+    // waited. Default: none (queue_meta.priority_aging_ms applies when set).
+    std::optional<std::chrono::milliseconds> aging;
+  };
+  // One claim_ready_runtime call (its own transaction unless the caller opened one).
+  std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue,
+                                  const ClaimOptions& options);
+  std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue) {
+    return claim(conn, queue, ClaimOptions{});
+  }
+
+  // Applies many completions in one statement (one transaction unless the caller opened
+  // one). Results are in input order; stale ones changed nothing.
+  std::vector<CompletionResult> complete(pg::Connection& conn,
+                                         std::span<const Completion> completions);
+
+  // Moves up to `limit` due deferred jobs to ready; returns how many.
+  int promote_due(pg::Connection& conn, int limit = 1000);
 
   // The queue's enqueue_shards as this store sees it (cached after the first read).
   int enqueue_shards(pg::Connection& conn, const std::string& queue);

@@ -29,6 +29,7 @@
 #include "pg/copy.hpp"
 #include "pg/pipeline.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/consume.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/validate.hpp"
 
@@ -90,7 +91,8 @@ std::vector<JobId> parse_int_array(std::string_view text) {
 }  // namespace
 
 struct QueueStorage::Impl {
-  explicit Impl(StorageOptions o) : options(std::move(o)), quoted(sql::quote_schema(options.schema)) {
+  explicit Impl(StorageOptions o)
+      : options(std::move(o)), quoted(sql::quote_schema(options.schema)), consumer(quoted) {
     const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
     insert_lane = r("queries/enqueue/insert_lane.sql");
     reserve_lane = r("queries/enqueue/reserve_lane.sql");
@@ -391,6 +393,7 @@ struct QueueStorage::Impl {
 
   StorageOptions options;
   std::string quoted;
+  storage::Consumer consumer;
   std::string insert_lane, reserve_lane, copy_ready, ensure_lane, insert_deferred, notify,
       shard_counts;
 
@@ -427,6 +430,20 @@ int QueueStorage::enqueue_shards(pg::Connection& conn, const std::string& queue)
   std::unordered_map<std::string, int> out;
   impl_->load_shard_counts(conn, {queue}, out);
   return out.at(queue);
+}
+
+std::vector<ClaimedEntry> QueueStorage::claim(pg::Connection& conn, const std::string& queue,
+                                               const ClaimOptions& options) {
+  return impl_->consumer.claim(conn, queue, options);
+}
+
+std::vector<CompletionResult> QueueStorage::complete(pg::Connection& conn,
+                                                     std::span<const Completion> completions) {
+  return impl_->consumer.complete(conn, completions);
+}
+
+int QueueStorage::promote_due(pg::Connection& conn, int limit) {
+  return impl_->consumer.promote_due(conn, limit);
 }
 
 void QueueStorage::reset() {

@@ -1,0 +1,74 @@
+-- Promotion of due deferred jobs (scheduled, retry backoff, snoozed) back to ready
+-- (DESIGN.md §8). Routed like any enqueue with the queue's *current* shard count, so
+-- promoted rows land on shards [0, S) even after S was lowered: keyed rows by the
+-- ordering-key hash, unkeyed rows by one rotor pick per (queue, priority). Lanes are
+-- reserved in ascending (queue, priority, enqueue_shard) order, the global lock order.
+-- Due rows are taken FOR UPDATE SKIP LOCKED, so concurrent promoters split the work.
+-- Job id, attempt, run_lease, errors and created_at carry over; run_at stays the due
+-- time, which keeps claim-side fairness and aging honest.
+CREATE OR REPLACE FUNCTION {schema}.promote_due_deferred(p_limit integer DEFAULT 1000)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_lane record;
+    v_seq  bigint;
+    v_n    integer;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS awa_promote_batch (
+        job_id bigint, queue text, priority smallint, kind text, args jsonb,
+        attempt smallint, run_lease bigint, max_attempts smallint, run_at timestamptz,
+        created_at timestamptz, ordering_key bytea, metadata jsonb, tags text[],
+        errors jsonb, shard integer) ON COMMIT DROP;
+    TRUNCATE awa_promote_batch;
+
+    WITH due AS (
+        DELETE FROM {schema}.deferred_jobs d
+        WHERE d.job_id IN (SELECT x.job_id FROM {schema}.deferred_jobs x
+                           WHERE x.run_at <= now()
+                           ORDER BY x.run_at
+                           LIMIT p_limit
+                           FOR UPDATE SKIP LOCKED)
+        RETURNING d.*)
+    INSERT INTO awa_promote_batch
+    SELECT job_id, queue, priority, kind, args, attempt, run_lease, max_attempts, run_at,
+           created_at, ordering_key, metadata, tags, errors, NULL
+    FROM due;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n = 0 THEN
+        RETURN 0;
+    END IF;
+
+    UPDATE awa_promote_batch b
+    SET shard = CASE WHEN s.shards = 1 THEN 0
+                     WHEN b.ordering_key IS NOT NULL
+                         THEN {schema}.shard_for_ordering_key(b.ordering_key, s.shards)
+                     ELSE s.pick END
+    FROM (SELECT q.queue, q.priority, q.shards,
+                 (nextval('{schema}.compat_rotor') % q.shards)::integer AS pick
+          FROM (SELECT DISTINCT queue, priority, {schema}.queue_shard_count(queue) AS shards
+                FROM awa_promote_batch) q) s
+    WHERE s.queue = b.queue AND s.priority = b.priority;
+
+    FOR v_lane IN
+        SELECT b.queue, b.priority, b.shard, count(*) AS n
+        FROM awa_promote_batch b
+        GROUP BY b.queue, b.priority, b.shard
+        ORDER BY b.queue COLLATE "C", b.priority, b.shard
+    LOOP
+        SELECT r.first_seq INTO v_seq
+        FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
+        INSERT INTO {schema}.ready_entries
+            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
+             run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
+        SELECT (SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+               b.queue, b.priority, b.shard,
+               v_seq + row_number() OVER (ORDER BY b.run_at, b.job_id) - 1,
+               b.job_id, b.kind, b.args, b.attempt, b.run_lease, b.max_attempts, b.run_at,
+               b.created_at, b.ordering_key, b.metadata, b.tags, b.errors
+        FROM awa_promote_batch b
+        WHERE b.queue = v_lane.queue AND b.priority = v_lane.priority AND b.shard = v_lane.shard;
+        PERFORM pg_notify('awa:' || v_lane.queue, '');
+    END LOOP;
+    RETURN v_n;
+END
+$$;

@@ -1,0 +1,1 @@
+SELECT {schema}.promote_due_deferred($1)

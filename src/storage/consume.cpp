@@ -1,0 +1,209 @@
+#include "storage/consume.hpp"
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "awa/error.hpp"
+#include "schema/sql_catalog.hpp"
+#include "storage/pg_array.hpp"
+#include "storage/validate.hpp"
+
+namespace awa {
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kRetry:
+      return "retry";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kSnooze:
+      return "snooze";
+    case Outcome::kCancel:
+      return "cancel";
+  }
+  return "unknown";
+}
+
+Completion Completion::of(const ClaimedEntry& e, Outcome outcome, std::string error,
+                          std::chrono::milliseconds delay) {
+  Completion c;
+  c.job_id = e.job_id;
+  c.run_lease = e.run_lease;
+  c.claim_slot = e.claim_slot;
+  c.ready_slot = e.ready_slot;
+  c.queue = e.queue;
+  c.priority = e.priority;
+  c.enqueue_shard = e.enqueue_shard;
+  c.lane_seq = e.lane_seq;
+  c.attempt = e.attempt;
+  c.max_attempts = e.max_attempts;
+  c.outcome = outcome;
+  c.error = std::move(error);
+  c.delay = delay;
+  return c;
+}
+
+namespace storage {
+namespace {
+
+constexpr auto kMaxBackoff = std::chrono::hours(24);
+constexpr auto kDefaultSnooze = std::chrono::seconds(1);
+
+std::string interval(std::chrono::milliseconds ms) { return fmt::format("{} milliseconds", ms.count()); }
+
+std::vector<std::string> parse_text_array(std::string_view text) {
+  // Tags come back as a text[] literal; elements are quoted when they need it.
+  std::vector<std::string> out;
+  if (text.size() < 2) return out;
+  std::size_t i = 1;
+  while (i < text.size() - 1) {
+    std::string item;
+    if (text[i] == '"') {
+      ++i;
+      while (i < text.size() && text[i] != '"') {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        item.push_back(text[i++]);
+      }
+      ++i;  // closing quote
+    } else {
+      while (i < text.size() - 1 && text[i] != ',') item.push_back(text[i++]);
+    }
+    out.push_back(std::move(item));
+    if (i < text.size() - 1 && text[i] == ',') ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
+  const int exp = std::clamp(attempt - 1, 0, 20);  // 2^20 s > 24 h already
+  const auto base = std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(1000LL << exp), kMaxBackoff);
+  const double factor = 0.5 + 0.5 * static_cast<double>(random % 1000001) / 1000000.0;
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(base.count()) * factor));
+}
+
+Consumer::Consumer(const std::string& quoted_schema)
+    : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
+      complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
+      promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)) {}
+
+std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::string& queue,
+                                          const QueueStorage::ClaimOptions& options) const {
+  validate_queue_name(queue);
+  if (options.max_batch < 1) throw InvalidArgument("claim: max_batch must be at least 1");
+  pg::Params params;
+  params.add(queue).add(static_cast<std::int64_t>(options.max_batch));
+  if (options.deadline) {
+    params.add(interval(*options.deadline));
+  } else {
+    params.null();
+  }
+  if (options.aging) {
+    params.add(interval(*options.aging));
+  } else {
+    params.null();
+  }
+  const auto res = conn.exec_cached(claim_sql_, params);
+  std::vector<ClaimedEntry> out;
+  out.reserve(static_cast<std::size_t>(res.rows()));
+  for (int r = 0; r < res.rows(); ++r) {
+    ClaimedEntry e;
+    e.job_id = res.get<std::int64_t>(r, 0);
+    e.run_lease = res.get<std::int64_t>(r, 1);
+    e.attempt = res.get<int>(r, 2);
+    e.enqueue_shard = res.get<int>(r, 3);
+    e.ready_slot = res.get<int>(r, 4);
+    e.lane_seq = res.get<std::int64_t>(r, 5);
+    e.claim_slot = res.get<int>(r, 6);
+    e.queue = res.get<std::string>(r, 7);
+    e.priority = res.get<int>(r, 8);
+    e.effective_priority = res.get<int>(r, 9);
+    e.kind = res.get<std::string>(r, 10);
+    e.args_json = res.get<std::string>(r, 11);
+    if (!res.is_null(r, 12)) e.metadata = nlohmann::json::parse(res.text(r, 12));
+    if (!res.is_null(r, 13)) e.tags = parse_text_array(res.text(r, 13));
+    e.max_attempts = res.get<int>(r, 14);
+    if (!res.is_null(r, 15)) e.ordering_key = res.get<pg::Bytea>(r, 15).bytes;
+    if (!res.is_null(r, 16)) e.errors = nlohmann::json::parse(res.text(r, 16));
+    e.run_at = res.get<std::chrono::system_clock::time_point>(r, 17);
+    e.created_at = res.get<std::chrono::system_clock::time_point>(r, 18);
+    e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 19);
+    e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 20);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
+                                                 std::span<const Completion> completions) const {
+  std::vector<CompletionResult> results;
+  results.reserve(completions.size());
+  if (completions.empty()) return results;
+
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  ArrayLiteral job_id, run_lease, claim_slot, ready_slot, queue, priority, shard, lane_seq,
+      outcome, error, delay, max_attempts;
+  for (const auto& c : completions) {
+    job_id.add(c.job_id);
+    run_lease.add(c.run_lease);
+    claim_slot.add(static_cast<std::int64_t>(c.claim_slot));
+    ready_slot.add(static_cast<std::int64_t>(c.ready_slot));
+    queue.add(c.queue);
+    priority.add(static_cast<std::int64_t>(c.priority));
+    shard.add(static_cast<std::int64_t>(c.enqueue_shard));
+    lane_seq.add(c.lane_seq);
+    outcome.add(to_string(c.outcome));
+    if (c.error.empty()) {
+      error.add_null();
+    } else {
+      error.add(c.error);
+    }
+    auto d = c.delay;
+    if (d.count() < 0) {
+      d = c.outcome == Outcome::kRetry ? retry_backoff(c.attempt, rng())
+                                       : std::chrono::milliseconds(kDefaultSnooze);
+    }
+    delay.add(fmt::format("{:.3f}", static_cast<double>(d.count()) / 1000.0));
+    max_attempts.add(static_cast<std::int64_t>(c.max_attempts));
+  }
+  const auto res = conn.exec_cached(
+      complete_sql_,
+      pg::make_params(std::move(job_id).finish(), std::move(run_lease).finish(),
+                      std::move(claim_slot).finish(), std::move(ready_slot).finish(),
+                      std::move(queue).finish(), std::move(priority).finish(),
+                      std::move(shard).finish(), std::move(lane_seq).finish(),
+                      std::move(outcome).finish(), std::move(error).finish(),
+                      std::move(delay).finish(), std::move(max_attempts).finish()));
+  // (job_id, run_lease) -> state, for the attempts this statement closed.
+  std::map<std::pair<JobId, std::int64_t>, std::string> closed;
+  for (int r = 0; r < res.rows(); ++r) {
+    closed.emplace(std::pair{res.get<std::int64_t>(r, 0), res.get<std::int64_t>(r, 1)},
+                   res.get<std::string>(r, 2));
+  }
+  for (const auto& c : completions) {
+    CompletionResult out{c.job_id, c.run_lease, std::nullopt};
+    if (const auto it = closed.find({c.job_id, c.run_lease}); it != closed.end()) {
+      out.state = it->second;
+      closed.erase(it);  // a duplicate of the same attempt in one batch is stale
+    }
+    results.push_back(std::move(out));
+  }
+  return results;
+}
+
+int Consumer::promote_due(pg::Connection& conn, int limit) const {
+  if (limit < 1) throw InvalidArgument("promote_due: limit must be at least 1");
+  return conn.exec_cached(promote_sql_, pg::make_params(static_cast<std::int64_t>(limit)))
+      .get<int>(0, 0);
+}
+
+}  // namespace storage
+}  // namespace awa

@@ -1,0 +1,40 @@
+// The consumer side of the engine: claim, completion, promotion (DESIGN.md §5–8).
+// SQL lives in sql/queries/consume/ and sql/functions/; this file only binds it.
+//
+// Thread safety: a Consumer is immutable; each call uses only the connection passed in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "awa/job.hpp"
+#include "awa/queue_storage.hpp"
+#include "pg/connection.hpp"
+
+namespace awa::storage {
+
+// Exponential backoff with jitter for retryable failures: 2^(attempt-1) seconds, capped
+// at 24 hours, scaled by a factor in [0.5, 1.0] drawn from `random` — jitter spreads a
+// burst of failures so the retries do not arrive as the same burst.
+std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random);
+
+class Consumer {
+ public:
+  explicit Consumer(const std::string& quoted_schema);
+
+  std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue,
+                                  const QueueStorage::ClaimOptions& options) const;
+  std::vector<CompletionResult> complete(pg::Connection& conn,
+                                         std::span<const Completion> completions) const;
+  int promote_due(pg::Connection& conn, int limit) const;
+
+ private:
+  std::string claim_sql_;
+  std::string complete_sql_;
+  std::string promote_sql_;
+};
+
+}  // namespace awa::storage
