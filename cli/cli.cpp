@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "awa/error.hpp"
 
@@ -25,7 +25,8 @@ namespace {
 // on their own lines only when present, since they often say what to do.
 void report(const Error& e) {
   std::string line = fmt::format("awa: error: {}", e.what());
-  if (!e.sqlstate().empty() && e.sqlstate() != "22023") line += fmt::format(" [SQLSTATE {}]", e.sqlstate());
+  if (!e.sqlstate().empty() && e.sqlstate() != "22023")
+    line += fmt::format(" [SQLSTATE {}]", e.sqlstate());
   std::cerr << line << "\n";
   if (!e.detail().empty()) std::cerr << "  detail: " << e.detail() << "\n";
   if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
@@ -41,8 +42,7 @@ int run(int argc, char** argv) {
   if (const char* env = std::getenv("DATABASE_URL")) ctx.database_url = env;
   app.add_option("--database-url", ctx.database_url,
                  "PostgreSQL connection URI (default: $DATABASE_URL)");
-  app.add_option("--schema", ctx.schema, "schema holding the queue tables")
-      ->capture_default_str();
+  app.add_option("--schema", ctx.schema, "schema holding the queue tables")->capture_default_str();
 
   add_migrate(app, ctx);
   add_version(app, ctx);

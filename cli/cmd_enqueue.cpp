@@ -2,8 +2,8 @@
 #include <optional>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "awa/connection.hpp"
 #include "awa/error.hpp"

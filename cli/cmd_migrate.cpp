@@ -1,7 +1,7 @@
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli.hpp"
 #include "pg/connection.hpp"

@@ -1,7 +1,7 @@
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "awa/admin.hpp"
@@ -20,8 +20,8 @@ int set_shards(const Context& ctx, const std::string& queue, int shards) {
     if (e.sqlstate() != "23514") throw;
     // The CHECK constraint is the authority; say what it means in the operator's terms.
     throw ConstraintViolation(
-        fmt::format("enqueue_shards must be between 1 and 64 (got {}); queue {} unchanged",
-                    shards, queue),
+        fmt::format("enqueue_shards must be between 1 and 64 (got {}); queue {} unchanged", shards,
+                    queue),
         e.retry(), e.sqlstate(), e.detail(), e.hint());
   }
   fmt::print("queue {}: enqueue_shards = {}\n", queue, shards);

@@ -50,9 +50,8 @@ std::vector<Migration> embedded_migrations() {
             [](const Migration& a, const Migration& b) { return a.version < b.version; });
   for (std::size_t i = 1; i < out.size(); ++i) {
     if (out[i].version == out[i - 1].version) {
-      throw MigrationError(
-          fmt::format("two migrations share version {}: {} and {}", out[i].version,
-                      out[i - 1].name, out[i].name));
+      throw MigrationError(fmt::format("two migrations share version {}: {} and {}", out[i].version,
+                                       out[i - 1].name, out[i].name));
     }
   }
   return out;
@@ -70,19 +69,19 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
   // Serialise migrators of this schema; the lock ends with the transaction.
   conn.query("SELECT pg_advisory_xact_lock(hashtextextended('awa-migrate:' || $1, 0))", schema_);
   conn.exec(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", quoted_));
-  conn.exec(fmt::format(
-      "CREATE TABLE IF NOT EXISTS {0}.schema_migrations ("
-      " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
-      " applied_at timestamptz NOT NULL DEFAULT now());"
-      "CREATE TABLE IF NOT EXISTS {0}.schema_functions ("
-      " name text PRIMARY KEY, checksum text NOT NULL,"
-      " applied_at timestamptz NOT NULL DEFAULT now())",
-      quoted_));
+  conn.exec(
+      fmt::format("CREATE TABLE IF NOT EXISTS {0}.schema_migrations ("
+                  " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+                  " applied_at timestamptz NOT NULL DEFAULT now());"
+                  "CREATE TABLE IF NOT EXISTS {0}.schema_functions ("
+                  " name text PRIMARY KEY, checksum text NOT NULL,"
+                  " applied_at timestamptz NOT NULL DEFAULT now())",
+                  quoted_));
 
   std::map<int, std::pair<std::string, std::string>> applied;  // version -> (name, checksum)
   {
-    const auto rows = conn.exec(
-        fmt::format("SELECT version, name, checksum FROM {}.schema_migrations", quoted_));
+    const auto rows =
+        conn.exec(fmt::format("SELECT version, name, checksum FROM {}.schema_migrations", quoted_));
     for (int r = 0; r < rows.rows(); ++r) {
       applied[rows.get<int>(r, 0)] = {rows.get<std::string>(r, 1), rows.get<std::string>(r, 2)};
     }

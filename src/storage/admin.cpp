@@ -6,7 +6,8 @@
 
 namespace awa {
 
-Admin::Admin(std::string schema) : schema_(std::move(schema)), quoted_(sql::quote_schema(schema_)) {}
+Admin::Admin(std::string schema)
+    : schema_(std::move(schema)), quoted_(sql::quote_schema(schema_)) {}
 
 void Admin::set_enqueue_shards(Connection& conn, const std::string& queue, int shards) const {
   storage::validate_queue_name(queue);

@@ -54,7 +54,9 @@ namespace {
 constexpr auto kMaxBackoff = std::chrono::hours(24);
 constexpr auto kDefaultSnooze = std::chrono::seconds(1);
 
-std::string interval(std::chrono::milliseconds ms) { return fmt::format("{} milliseconds", ms.count()); }
+std::string interval(std::chrono::milliseconds ms) {
+  return fmt::format("{} milliseconds", ms.count());
+}
 
 std::vector<std::string> parse_text_array(std::string_view text) {
   // Tags come back as a text[] literal; elements are quoted when they need it.
@@ -83,8 +85,8 @@ std::vector<std::string> parse_text_array(std::string_view text) {
 
 std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
   const int exp = std::clamp(attempt - 1, 0, 20);  // 2^20 s > 24 h already
-  const auto base = std::min<std::chrono::milliseconds>(
-      std::chrono::milliseconds(1000LL << exp), kMaxBackoff);
+  const auto base =
+      std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000LL << exp), kMaxBackoff);
   const double factor = 0.5 + 0.5 * static_cast<double>(random % 1000001) / 1000000.0;
   return std::chrono::milliseconds(
       static_cast<std::int64_t>(static_cast<double>(base.count()) * factor));
@@ -149,8 +151,8 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
   if (completions.empty()) return results;
 
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  ArrayLiteral job_id, run_lease, claim_slot, ready_slot, queue, priority, shard, lane_seq,
-      outcome, error, delay, max_attempts;
+  ArrayLiteral job_id, run_lease, claim_slot, ready_slot, queue, priority, shard, lane_seq, outcome,
+      error, delay, max_attempts;
   for (const auto& c : completions) {
     job_id.add(c.job_id);
     run_lease.add(c.run_lease);
@@ -175,13 +177,12 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
     max_attempts.add(static_cast<std::int64_t>(c.max_attempts));
   }
   const auto res = conn.exec_cached(
-      complete_sql_,
-      pg::make_params(std::move(job_id).finish(), std::move(run_lease).finish(),
-                      std::move(claim_slot).finish(), std::move(ready_slot).finish(),
-                      std::move(queue).finish(), std::move(priority).finish(),
-                      std::move(shard).finish(), std::move(lane_seq).finish(),
-                      std::move(outcome).finish(), std::move(error).finish(),
-                      std::move(delay).finish(), std::move(max_attempts).finish()));
+      complete_sql_, pg::make_params(std::move(job_id).finish(), std::move(run_lease).finish(),
+                                     std::move(claim_slot).finish(), std::move(ready_slot).finish(),
+                                     std::move(queue).finish(), std::move(priority).finish(),
+                                     std::move(shard).finish(), std::move(lane_seq).finish(),
+                                     std::move(outcome).finish(), std::move(error).finish(),
+                                     std::move(delay).finish(), std::move(max_attempts).finish()));
   // (job_id, run_lease) -> state, for the attempts this statement closed.
   std::map<std::pair<JobId, std::int64_t>, std::string> closed;
   for (int r = 0; r < res.rows(); ++r) {

@@ -60,7 +60,8 @@ struct Plan {
 std::string format_timestamp(std::chrono::system_clock::time_point tp) {
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count();
-  const auto secs = std::chrono::sys_seconds(std::chrono::seconds(us / 1000000 - (us % 1000000 < 0)));
+  const auto secs =
+      std::chrono::sys_seconds(std::chrono::seconds(us / 1000000 - (us % 1000000 < 0)));
   const auto frac = ((us % 1000000) + 1000000) % 1000000;
   return fmt::format("{:%Y-%m-%d %H:%M:%S}.{:06d}+00", secs, frac);
 }
@@ -167,7 +168,8 @@ struct QueueStorage::Impl {
           shard = shard_for_ordering_key(*o.ordering_key, s);
         } else {
           const auto [it, fresh] = rotor_pick.try_emplace({o.queue, o.priority}, 0);
-          if (fresh) it->second = static_cast<int>(rotor.fetch_add(1, std::memory_order_relaxed) % s);
+          if (fresh)
+            it->second = static_cast<int>(rotor.fetch_add(1, std::memory_order_relaxed) % s);
           shard = it->second;
         }
       }
@@ -254,11 +256,10 @@ struct QueueStorage::Impl {
         tags.add(tags_literal(j.opts.tags));
       }
     }
-    return pg::make_params(std::move(queues).finish(), std::move(prios).finish(),
-                           std::move(kinds).finish(), std::move(args).finish(),
-                           std::move(attempts).finish(), std::move(run_at).finish(),
-                           std::move(keys).finish(), std::move(meta).finish(),
-                           std::move(tags).finish());
+    return pg::make_params(
+        std::move(queues).finish(), std::move(prios).finish(), std::move(kinds).finish(),
+        std::move(args).finish(), std::move(attempts).finish(), std::move(run_at).finish(),
+        std::move(keys).finish(), std::move(meta).finish(), std::move(tags).finish());
   }
 
   pg::Params notify_params(const Plan& p) const {
@@ -325,9 +326,9 @@ struct QueueStorage::Impl {
       pg::Pipeline pipe = conn.pipeline();
       const std::size_t first_reserve = add_ensures(pipe, p);
       for (const auto& lane : p.lanes) {
-        pipe.add_cached(reserve_lane, pg::make_params(lane.key.queue, lane.key.priority,
-                                                      lane.key.shard,
-                                                      static_cast<std::int64_t>(lane.rows.size())));
+        pipe.add_cached(reserve_lane,
+                        pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
+                                        static_cast<std::int64_t>(lane.rows.size())));
       }
       const auto reserved = pipe.run();
 
@@ -355,8 +356,17 @@ struct QueueStorage::Impl {
           if (!j.opts.metadata.is_null()) meta = j.opts.metadata.dump();
           if (!j.opts.tags.empty()) tags = tags_literal(j.opts.tags);
           const std::optional<std::string_view> fields[] = {
-              slot, lane.key.queue, priority, shard, seq, id, j.kind, j.args_json, attempts,
-              run_at, tx_time,
+              slot,
+              lane.key.queue,
+              priority,
+              shard,
+              seq,
+              id,
+              j.kind,
+              j.args_json,
+              attempts,
+              run_at,
+              tx_time,
               key ? std::optional<std::string_view>(*key) : std::nullopt,
               meta ? std::optional<std::string_view>(*meta) : std::nullopt,
               tags ? std::optional<std::string_view>(*tags) : std::nullopt};
@@ -401,7 +411,7 @@ struct QueueStorage::Impl {
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0};
   mutable std::shared_mutex mu;
   std::unordered_map<std::string, int> shard_cache;  // guarded by mu
-  std::set<LaneKey> lane_cache;                       // guarded by mu
+  std::set<LaneKey> lane_cache;                      // guarded by mu
 };
 
 QueueStorage::QueueStorage(StorageOptions options)
@@ -433,7 +443,7 @@ int QueueStorage::enqueue_shards(pg::Connection& conn, const std::string& queue)
 }
 
 std::vector<ClaimedEntry> QueueStorage::claim(pg::Connection& conn, const std::string& queue,
-                                               const ClaimOptions& options) {
+                                              const ClaimOptions& options) {
   return impl_->consumer.claim(conn, queue, options);
 }
 

@@ -20,9 +20,9 @@ bool queue_char(char c) {
 void validate_queue_name(std::string_view queue) {
   if (queue.empty() || queue.size() > kMaxNameBytes ||
       !std::all_of(queue.begin(), queue.end(), queue_char)) {
-    throw InvalidArgument(fmt::format(
-        "invalid queue name \"{}\": use 1..{} characters from A-Z a-z 0-9 _ . : -", queue,
-        kMaxNameBytes));
+    throw InvalidArgument(
+        fmt::format("invalid queue name \"{}\": use 1..{} characters from A-Z a-z 0-9 _ . : -",
+                    queue, kMaxNameBytes));
   }
 }
 

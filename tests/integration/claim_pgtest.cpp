@@ -88,9 +88,10 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
   EXPECT_EQ(done_count("state = 'completed'"), 400);
   EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM done_entries"), 4);
   // Every done row sits on its ready row's own key.
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries d JOIN ready_entries r USING "
-                  "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.job_id = r.job_id"),
-            400);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM done_entries d JOIN ready_entries r USING "
+            "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.job_id = r.job_id"),
+      400);
   // At least one (ready_slot, queue, priority, lane_seq) exists on two shards.
   EXPECT_GE(count("SELECT count(*) FROM (SELECT 1 FROM done_entries GROUP BY ready_slot, queue, "
                   "priority, lane_seq HAVING count(DISTINCT enqueue_shard) > 1) t"),
@@ -101,14 +102,15 @@ TEST_F(ClaimTest, MultiShardClaimPathDoesNotStarveShards) {
   // ADR-025's test_queue_storage_multi_shard_claim_path_does_not_starve_shards.
   set_shards("fair", 4);
   for (int b = 0; b < 8; ++b) enqueue("fair", 50);  // the rotor gives each shard 2 batches
-  const auto per_shard = conn().exec(
-      "SELECT enqueue_shard, count(*) FROM ready_entries GROUP BY 1 ORDER BY 1");
+  const auto per_shard =
+      conn().exec("SELECT enqueue_shard, count(*) FROM ready_entries GROUP BY 1 ORDER BY 1");
   ASSERT_EQ(per_shard.rows(), 4);
   for (int r = 0; r < 4; ++r) EXPECT_EQ(per_shard.get<std::int64_t>(r, 1), 100);
 
   EXPECT_EQ(drain(conn(), "fair", 32), 400);
-  const auto lag = conn().exec("SELECT enqueue_shard, enqueue_cursor, claim_cursor FROM "
-                               "queue_shard_lag('fair') ORDER BY 1");
+  const auto lag = conn().exec(
+      "SELECT enqueue_shard, enqueue_cursor, claim_cursor FROM "
+      "queue_shard_lag('fair') ORDER BY 1");
   ASSERT_EQ(lag.rows(), 4);
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(lag.get<std::int64_t>(r, 1), lag.get<std::int64_t>(r, 2))
@@ -288,9 +290,8 @@ TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   o.ordering_key = std::string("customer-42");
   o.metadata = {{"trace", "abc"}};
   o.tags = {"a", "b c", "d\"e"};
-  const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob(
-                                                   "email", {{"to", "x@y"}}, o)})
-                      .front();
+  const auto id =
+      store_->insert_many(conn(), std::vector<NewJob>{NewJob("email", {{"to", "x@y"}}, o)}).front();
   QueueStorage::ClaimOptions co;
   co.deadline = milliseconds(60000);
   const auto got = store_->claim(conn(), "f", co);
@@ -329,7 +330,8 @@ TEST_F(ClaimTest, StaleCompletionChangesNothing) {
   res = store_->complete(conn(), std::vector<Completion>{ok, ok});
   EXPECT_EQ(res[0].state, "completed");
   EXPECT_TRUE(res[1].stale()) << "the same attempt finalised twice in one batch";
-  res = store_->complete(conn(), std::vector<Completion>{Completion::of(claimed[0], Outcome::kFail, "late")});
+  res = store_->complete(
+      conn(), std::vector<Completion>{Completion::of(claimed[0], Outcome::kFail, "late")});
   EXPECT_TRUE(res[0].stale());
   EXPECT_EQ(done_count(), 1);
   EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 1);
@@ -351,8 +353,9 @@ TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
   EXPECT_EQ(second[0].errors.size(), 1U);
   EXPECT_EQ(second[0].errors[0]["error"], "boom");
   // The old attempt reports late: stale. The new one completes.
-  r = store_->complete(conn(), std::vector<Completion>{Completion::of(first[0], Outcome::kCompleted),
-                                                      Completion::of(second[0], Outcome::kCompleted)});
+  r = store_->complete(conn(),
+                       std::vector<Completion>{Completion::of(first[0], Outcome::kCompleted),
+                                               Completion::of(second[0], Outcome::kCompleted)});
   EXPECT_TRUE(r[0].stale());
   EXPECT_EQ(r[1].state, "completed");
 }
@@ -366,9 +369,9 @@ TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
     const auto got = store_->claim(conn(), "mx");
     ASSERT_EQ(got.size(), 1U) << "attempt " << attempt;
     EXPECT_EQ(got[0].attempt, attempt);
-    const auto r = store_->complete(conn(), std::vector<Completion>{Completion::of(
-                                                got[0], Outcome::kRetry, "err " + std::to_string(attempt),
-                                                milliseconds(0))});
+    const auto r = store_->complete(
+        conn(), std::vector<Completion>{Completion::of(
+                    got[0], Outcome::kRetry, "err " + std::to_string(attempt), milliseconds(0))});
     states.push_back(*r[0].state);
     store_->promote_due(conn());
   }
@@ -378,7 +381,8 @@ TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
   // The error of every attempt is kept: two on the last ready row, the last on the done row.
   const auto last = conn().exec(
       "SELECT r.errors::text, d.error, d.attempt FROM done_entries d JOIN ready_entries r USING "
-      "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.state = 'failed' AND d.job_id = " +
+      "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.state = 'failed' AND "
+      "d.job_id = " +
       std::to_string(id));
   ASSERT_EQ(last.rows(), 1);
   EXPECT_THAT(std::string(last.text(0, 0)), ::testing::HasSubstr("err 1"));
@@ -391,16 +395,18 @@ TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
   conn().exec("INSERT INTO queue_meta (queue, dlq_enabled) VALUES ('dq', true)");
   InsertOpts o{"dq"};
   o.max_attempts = 2;
-  const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {{"x", 1}}, o)}).front();
+  const auto id =
+      store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {{"x", 1}}, o)}).front();
   for (int attempt = 1; attempt <= 2; ++attempt) {
     const auto got = store_->claim(conn(), "dq");
     ASSERT_EQ(got.size(), 1U);
-    store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kRetry, "bad",
-                                                                    milliseconds(0))});
+    store_->complete(conn(), std::vector<Completion>{
+                                 Completion::of(got[0], Outcome::kRetry, "bad", milliseconds(0))});
     store_->promote_due(conn());
   }
-  const auto dlq = conn().exec("SELECT job_id, attempt, reason, jsonb_array_length(errors), args::text "
-                               "FROM dlq_entries");
+  const auto dlq = conn().exec(
+      "SELECT job_id, attempt, reason, jsonb_array_length(errors), args::text "
+      "FROM dlq_entries");
   ASSERT_EQ(dlq.rows(), 1);
   EXPECT_EQ(dlq.get<std::int64_t>(0, 0), id);
   EXPECT_EQ(dlq.get<int>(0, 1), 2);
@@ -412,7 +418,10 @@ TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
   const auto id2 = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
   const auto got = store_->claim(conn(), "dq");
   ASSERT_EQ(got.size(), 1U);
-  EXPECT_EQ(store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kFail, "fatal")})[0].state,
+  EXPECT_EQ(store_
+                ->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kFail,
+                                                                          "fatal")})[0]
+                .state,
             "dlq");
   EXPECT_EQ(count("SELECT attempt FROM dlq_entries WHERE job_id = " + std::to_string(id2)), 1);
 }
@@ -421,8 +430,9 @@ TEST_F(ClaimTest, SnoozeKeepsTheAttemptCount) {
   enqueue("sz", 1);
   const auto first = store_->claim(conn(), "sz");
   ASSERT_EQ(first.size(), 1U);
-  EXPECT_EQ(store_->complete(conn(), std::vector<Completion>{Completion::of(
-                                          first[0], Outcome::kSnooze, {}, milliseconds(0))})[0]
+  EXPECT_EQ(store_
+                ->complete(conn(), std::vector<Completion>{Completion::of(
+                                       first[0], Outcome::kSnooze, {}, milliseconds(0))})[0]
                 .state,
             "snoozed");
   EXPECT_EQ(count("SELECT attempt FROM deferred_jobs"), 0);
@@ -441,8 +451,8 @@ TEST_F(ClaimTest, RetryBackoffDefersUntilDue) {
   store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kRetry, "x")});
   // Default backoff for attempt 1 is 0.5..1 s: not due yet.
   EXPECT_EQ(store_->promote_due(conn()), 0);
-  const auto wait_s = conn().exec("SELECT extract(epoch FROM run_at - now()) FROM deferred_jobs")
-                          .get<double>(0, 0);
+  const auto wait_s =
+      conn().exec("SELECT extract(epoch FROM run_at - now()) FROM deferred_jobs").get<double>(0, 0);
   EXPECT_GT(wait_s, 0.4);
   EXPECT_LT(wait_s, 1.1);
 }
@@ -451,8 +461,10 @@ TEST_F(ClaimTest, CancelOutcomeIsTerminal) {
   enqueue("cx", 1);
   const auto got = store_->claim(conn(), "cx");
   ASSERT_EQ(got.size(), 1U);
-  EXPECT_EQ(store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kCancel)})[0].state,
-            "cancelled");
+  EXPECT_EQ(
+      store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kCancel)})[0]
+          .state,
+      "cancelled");
   EXPECT_EQ(store_->promote_due(conn()), 0);
   EXPECT_TRUE(store_->claim(conn(), "cx").empty());
 }
@@ -479,7 +491,7 @@ TEST_F(ClaimTest, AgedLowerPriorityLaneWinsOverAFreshHigherOne) {
   const auto first = store_->claim(conn(), "ag", o);
   ASSERT_EQ(first.size(), 1U);
   EXPECT_EQ(first[0].kind, "old");
-  EXPECT_EQ(first[0].priority, 4);             // lane priority stays in the key
+  EXPECT_EQ(first[0].priority, 4);            // lane priority stays in the key
   EXPECT_EQ(first[0].effective_priority, 1);  // aged
   EXPECT_EQ(store_->claim(conn(), "ag", o).at(0).kind, "fresh");
 }
@@ -507,7 +519,8 @@ TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
     promoted += store_->promote_due(conn());
   }
   ASSERT_EQ(promoted, 5);
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE kind = 'later' AND enqueue_shard >= 2"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE kind = 'later' AND enqueue_shard >= 2"),
+            0);
 
   EXPECT_EQ(drain(conn(), "low"), 105);
   EXPECT_EQ(done_count("state = 'completed'"), 105);

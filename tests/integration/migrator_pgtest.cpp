@@ -52,8 +52,9 @@ TEST_F(MigratorTest, RefusesWhenAnAppliedMigrationChanged) {
 
 TEST_F(MigratorTest, RefusesASchemaNewerThanTheBinary) {
   schema::Migrator(schema_).migrate(conn());
-  conn().exec("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, "
-              "'9999_future.sql', 'x')");
+  conn().exec(
+      "INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, "
+      "'9999_future.sql', 'x')");
   EXPECT_THROW(schema::Migrator(schema_).migrate(conn()), MigrationError);
 }
 

@@ -26,9 +26,7 @@ class StorageTest : public PgTest {
         queue, shards);
   }
 
-  std::int64_t count(const std::string& sql) {
-    return conn().exec(sql).get<std::int64_t>(0, 0);
-  }
+  std::int64_t count(const std::string& sql) { return conn().exec(sql).get<std::int64_t>(0, 0); }
 
   std::unique_ptr<QueueStorage> store_;
 };
