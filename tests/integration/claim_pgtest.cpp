@@ -64,7 +64,7 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
     producers.emplace_back([&] {
       auto c = connect_new();
       for (int b = 0; b < 4; ++b) {
-        std::vector<NewJob> jobs(25, NewJob("work", nlohmann::json::object(), InsertOpts{"rt"}));
+        std::vector<NewJob> jobs(25, NewJob("work", nlohmann::json::object(), on_queue("rt")));
         store_->insert_many(c, jobs);
       }
     });
@@ -197,7 +197,7 @@ TEST_F(ClaimTest, ClaimGapDoesNotSkipUncommittedEnqueue) {
 
   auto producer = connect_new();
   producer.exec("BEGIN");
-  std::vector<NewJob> pending(3, NewJob("work", nlohmann::json::object(), InsertOpts{"gap"}));
+  std::vector<NewJob> pending(3, NewJob("work", nlohmann::json::object(), on_queue("gap")));
   store_->insert_many(producer, pending);  // lane_seq 3..5, uncommitted, lane lock held
   EXPECT_TRUE(store_->claim(conn(), "gap").empty());
   producer.exec("ROLLBACK");
@@ -217,7 +217,7 @@ TEST_F(ClaimTest, UncommittedHeadBlocksOnlyItsOwnLane) {
   ASSERT_NE(shard_for_ordering_key(k0, 2), shard_for_ordering_key(k1, 2));
   auto producer = connect_new();
   producer.exec("BEGIN");
-  InsertOpts o{"two"};
+  InsertOpts o = on_queue("two");
   o.ordering_key = k0;
   store_->insert_many(producer, std::vector<NewJob>{NewJob("w", nlohmann::json::object(), o)});
   enqueue("two", 3, 2, k1);
@@ -284,7 +284,7 @@ TEST_F(ClaimTest, PausedQueueReturnsNothing) {
 
 TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   set_shards("f", 8);
-  InsertOpts o{"f"};
+  InsertOpts o = on_queue("f");
   o.priority = 3;
   o.max_attempts = 7;
   o.ordering_key = std::string("customer-42");
@@ -361,7 +361,7 @@ TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
 }
 
 TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
-  InsertOpts o{"mx"};
+  InsertOpts o = on_queue("mx");
   o.max_attempts = 3;
   const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
   std::vector<std::string> states;
@@ -393,7 +393,7 @@ TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
 
 TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
   conn().exec("INSERT INTO queue_meta (queue, dlq_enabled) VALUES ('dq', true)");
-  InsertOpts o{"dq"};
+  InsertOpts o = on_queue("dq");
   o.max_attempts = 2;
   const auto id =
       store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {{"x", 1}}, o)}).front();
@@ -472,11 +472,11 @@ TEST_F(ClaimTest, CancelOutcomeIsTerminal) {
 TEST_F(ClaimTest, AgedLowerPriorityLaneWinsOverAFreshHigherOne) {
   // Priority aging: a priority-4 row that has waited 40 minutes with a 10-minute aging
   // interval is effectively priority 1 and older than the fresh priority-1 row.
-  InsertOpts old{"ag"};
+  InsertOpts old = on_queue("ag");
   old.priority = 4;
   old.run_at = std::chrono::system_clock::now() - std::chrono::minutes(40);
   store_->insert_many(conn(), std::vector<NewJob>{NewJob("old", {}, old)});
-  InsertOpts fresh{"ag"};
+  InsertOpts fresh = on_queue("ag");
   fresh.priority = 1;
   store_->insert_many(conn(), std::vector<NewJob>{NewJob("fresh", {}, fresh)});
 
@@ -501,7 +501,7 @@ TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
   // shards >= the new count keep draining; promoted and new rows use [0, newS).
   set_shards("low", 4);
   for (int b = 0; b < 8; ++b) enqueue("low", 10);
-  InsertOpts later{"low"};
+  InsertOpts later = on_queue("low");
   later.run_at = std::chrono::system_clock::now() + std::chrono::milliseconds(300);
   store_->insert_many(conn(), std::vector<NewJob>(5, NewJob("later", {}, later)));
   ASSERT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM ready_entries"), 4);
