@@ -4,6 +4,7 @@
 // connection (one thread at a time).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,14 @@ class Admin {
   // Every lane of the queue, ordered by (priority, enqueue_shard); empty if the queue has
   // never been enqueued to.
   std::vector<ShardLag> queue_shards(Connection& conn, const std::string& queue) const;
+
+  // Cancels a job wherever it is; returns what was found: "scheduled", "available",
+  // "running" (the open attempt is closed; its completion will be stale; 'awa:cancel' is
+  // notified with the job id), "finished" or "missing".
+  std::string cancel_job(Connection& conn, std::int64_t job_id) const;
+
+  // Deletes dead letters older than `keep`; returns how many.
+  int purge_dlq(Connection& conn, std::chrono::milliseconds keep) const;
 
  private:
   std::string schema_;

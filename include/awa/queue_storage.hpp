@@ -76,6 +76,30 @@ class QueueStorage {
   std::vector<CompletionResult> complete(pg::Connection& conn,
                                          std::span<const Completion> completions);
 
+  // Heartbeats open attempts, materialising a leases row for each on its first beat
+  // (progress, when given, is stored on the lease). Returns the ids of the attempts that
+  // are still open; an attempt not returned was closed (cancelled, rescued) and its
+  // handler should stop.
+  struct Heartbeat {
+    JobId job_id = 0;
+    std::int64_t run_lease = 0;
+    int claim_slot = 0;
+    std::optional<std::string> progress_json;
+  };
+  std::vector<std::pair<JobId, std::int64_t>> heartbeat(pg::Connection& conn,
+                                                        std::span<const Heartbeat> beats);
+
+  // Closes attempts whose heartbeat (or claim, for receipt-only attempts) is older than
+  // `stale`, that are past their deadline, or whose callback timed out; their jobs are
+  // retried (counting the attempt) or fail / go to the DLQ. Returns what was rescued.
+  struct Rescued {
+    JobId job_id = 0;
+    std::string state;  // "rescued" (retried), "failed" or "dlq"
+    std::string why;
+  };
+  std::vector<Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
+                              int limit = 1000);
+
   // Moves up to `limit` due deferred jobs to ready; returns how many.
   int promote_due(pg::Connection& conn, int limit = 1000);
 

@@ -29,4 +29,18 @@ std::vector<ShardLag> Admin::queue_shards(Connection& conn, const std::string& q
   return out;
 }
 
+std::string Admin::cancel_job(Connection& conn, std::int64_t job_id) const {
+  return conn.native()
+      .exec(sql::render(sql::file("queries/admin/cancel_job.sql"), quoted_),
+            pg::make_params(job_id))
+      .get<std::string>(0, 0);
+}
+
+int Admin::purge_dlq(Connection& conn, std::chrono::milliseconds keep) const {
+  return conn.native()
+      .exec(sql::render(sql::file("queries/admin/purge_dlq.sql"), quoted_),
+            pg::make_params(std::to_string(keep.count()) + " milliseconds"))
+      .get<int>(0, 0);
+}
+
 }  // namespace awa

@@ -95,7 +95,9 @@ std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
 Consumer::Consumer(const std::string& quoted_schema)
     : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
-      promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)) {}
+      promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
+      heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
+      rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)) {}
 
 std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::string& queue,
                                           const QueueStorage::ClaimOptions& options) const {
@@ -204,6 +206,45 @@ int Consumer::promote_due(pg::Connection& conn, int limit) const {
   if (limit < 1) throw InvalidArgument("promote_due: limit must be at least 1");
   return conn.exec_cached(promote_sql_, pg::make_params(static_cast<std::int64_t>(limit)))
       .get<int>(0, 0);
+}
+
+std::vector<std::pair<JobId, std::int64_t>> Consumer::heartbeat(
+    pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const {
+  std::vector<std::pair<JobId, std::int64_t>> open;
+  if (beats.empty()) return open;
+  ArrayLiteral ids, leases, slots, progress;
+  for (const auto& b : beats) {
+    ids.add(b.job_id);
+    leases.add(b.run_lease);
+    slots.add(static_cast<std::int64_t>(b.claim_slot));
+    if (b.progress_json) {
+      progress.add(*b.progress_json);
+    } else {
+      progress.add_null();
+    }
+  }
+  const auto res = conn.exec_cached(
+      heartbeat_sql_, pg::make_params(std::move(ids).finish(), std::move(leases).finish(),
+                                      std::move(slots).finish(), std::move(progress).finish()));
+  open.reserve(static_cast<std::size_t>(res.rows()));
+  for (int r = 0; r < res.rows(); ++r) {
+    open.emplace_back(res.get<std::int64_t>(r, 0), res.get<std::int64_t>(r, 1));
+  }
+  return open;
+}
+
+std::vector<QueueStorage::Rescued> Consumer::rescue(pg::Connection& conn,
+                                                    std::chrono::milliseconds stale,
+                                                    int limit) const {
+  if (limit < 1) throw InvalidArgument("rescue: limit must be at least 1");
+  const auto res = conn.exec_cached(
+      rescue_sql_, pg::make_params(interval(stale), static_cast<std::int64_t>(limit)));
+  std::vector<QueueStorage::Rescued> out;
+  for (int r = 0; r < res.rows(); ++r) {
+    out.push_back(
+        {res.get<std::int64_t>(r, 0), res.get<std::string>(r, 1), res.get<std::string>(r, 2)});
+  }
+  return out;
 }
 
 }  // namespace storage

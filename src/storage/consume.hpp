@@ -30,11 +30,17 @@ class Consumer {
   std::vector<CompletionResult> complete(pg::Connection& conn,
                                          std::span<const Completion> completions) const;
   int promote_due(pg::Connection& conn, int limit) const;
+  std::vector<std::pair<JobId, std::int64_t>> heartbeat(
+      pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const;
+  std::vector<QueueStorage::Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
+                                            int limit) const;
 
  private:
   std::string claim_sql_;
   std::string complete_sql_;
   std::string promote_sql_;
+  std::string heartbeat_sql_;
+  std::string rescue_sql_;
 };
 
 }  // namespace awa::storage

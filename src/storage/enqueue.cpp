@@ -456,6 +456,17 @@ int QueueStorage::promote_due(pg::Connection& conn, int limit) {
   return impl_->consumer.promote_due(conn, limit);
 }
 
+std::vector<std::pair<JobId, std::int64_t>> QueueStorage::heartbeat(
+    pg::Connection& conn, std::span<const Heartbeat> beats) {
+  return impl_->consumer.heartbeat(conn, beats);
+}
+
+std::vector<QueueStorage::Rescued> QueueStorage::rescue(pg::Connection& conn,
+                                                        std::chrono::milliseconds stale,
+                                                        int limit) {
+  return impl_->consumer.rescue(conn, stale, limit);
+}
+
 void QueueStorage::reset() {
   std::unique_lock lock(impl_->mu);
   impl_->shard_cache.clear();

@@ -84,5 +84,11 @@ dead AS (
                'attempt', f.closed_attempt, 'error', f.error, 'at', now())),
            coalesce(f.error, 'failed')
     FROM followup f
-    WHERE f.state = 'dlq')
+    WHERE f.state = 'dlq'),
+-- A materialised attempt's lease row ends with the attempt (normally there is none).
+gone AS (
+    DELETE FROM {schema}.leases l
+    USING closed c
+    WHERE l.queue = c.queue AND l.priority = c.priority AND l.enqueue_shard = c.enqueue_shard
+      AND l.lane_seq = c.lane_seq AND l.job_id = c.job_id)
 SELECT job_id, run_lease, state FROM closed

@@ -1,0 +1,1 @@
+SELECT {schema}.cancel_job($1)

@@ -1,0 +1,1 @@
+SELECT {schema}.purge_dlq($1::interval)

@@ -1,0 +1,166 @@
+// Open attempts: heartbeats with lease materialisation, rescue, cancel (DESIGN.md §6–8).
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "awa/admin.hpp"
+#include "storage_support.hpp"
+
+namespace awa::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+class AttemptsTest : public StorageTest {
+ protected:
+  ClaimedEntry claim_one(const std::string& queue, QueueStorage::ClaimOptions o = {}) {
+    o.max_batch = 1;
+    auto got = store_->claim(conn(), queue, o);
+    if (got.size() != 1) throw std::runtime_error("expected one claimed job on " + queue);
+    return got[0];
+  }
+  static QueueStorage::Heartbeat beat(const ClaimedEntry& e,
+                                      std::optional<std::string> progress = std::nullopt) {
+    return QueueStorage::Heartbeat{e.job_id, e.run_lease, e.claim_slot, std::move(progress)};
+  }
+  JobId enqueue(const std::string& queue, int max_attempts = 25,
+                std::optional<std::string> key = std::nullopt) {
+    InsertOpts o = on_queue(queue);
+    o.max_attempts = max_attempts;
+    o.ordering_key = std::move(key);
+    return store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+  }
+  Connection public_conn() {
+    auto c = Connection::connect(database_url());
+    return c;
+  }
+};
+
+TEST_F(AttemptsTest, FirstHeartbeatMaterialisesALeaseOnTheReceiptsShard) {
+  set_shards("hb", 8);
+  enqueue("hb", 25, "customer-42");  // shard 4 of 8
+  const auto e = claim_one("hb");
+  ASSERT_EQ(e.enqueue_shard, 4);
+  EXPECT_EQ(count("SELECT count(*) FROM leases"), 0) << "short attempts stay receipt-only";
+
+  auto open = store_->heartbeat(conn(), std::vector{beat(e, R"({"percent": 10})")});
+  ASSERT_EQ(open.size(), 1U);
+  EXPECT_EQ(open[0].first, e.job_id);
+  EXPECT_EQ(count("SELECT count(*) FROM leases WHERE enqueue_shard = 4 AND lane_seq = " +
+                  std::to_string(e.lane_seq) + " AND run_lease = 1 AND state = 'running'"),
+            1);
+  open = store_->heartbeat(conn(), std::vector{beat(e, R"({"percent": 50})")});
+  ASSERT_EQ(open.size(), 1U);
+  EXPECT_EQ(count("SELECT count(*) FROM leases"), 1);
+  EXPECT_EQ(count("SELECT (progress->>'percent')::bigint FROM leases"), 50);
+
+  // Completion ends the lease with the attempt.
+  store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
+  EXPECT_TRUE(store_->heartbeat(conn(), std::vector{beat(e)}).empty())
+      << "a closed attempt must not report as open";
+}
+
+TEST_F(AttemptsTest, StaleReceiptIsRescuedRetriedAndItsLateCompletionIsStale) {
+  enqueue("rs");
+  const auto e = claim_one("rs");
+  // Nothing is stale within a minute.
+  EXPECT_TRUE(store_->rescue(conn(), std::chrono::minutes(1)).empty());
+  const auto rescued = store_->rescue(conn(), milliseconds(0));
+  ASSERT_EQ(rescued.size(), 1U);
+  EXPECT_EQ(rescued[0].job_id, e.job_id);
+  EXPECT_EQ(rescued[0].state, "rescued");
+  EXPECT_EQ(rescued[0].why, "rescued: heartbeat stale");
+  EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty()) << "rescued twice";
+
+  EXPECT_EQ(store_->promote_due(conn()), 1);
+  const auto again = claim_one("rs");
+  EXPECT_EQ(again.job_id, e.job_id);
+  EXPECT_EQ(again.attempt, 2) << "a rescue counts against max_attempts";
+  EXPECT_EQ(again.run_lease, 2);
+  const auto late = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  EXPECT_TRUE(late[0].stale());
+  const auto now =
+      store_->complete(conn(), std::vector{Completion::of(again, Outcome::kCompleted)});
+  EXPECT_EQ(now[0].state, "completed");
+}
+
+TEST_F(AttemptsTest, RescueRespectsMaxAttempts) {
+  enqueue("rm", 1);
+  claim_one("rm");
+  const auto rescued = store_->rescue(conn(), milliseconds(0));
+  ASSERT_EQ(rescued.size(), 1U);
+  EXPECT_EQ(rescued[0].state, "failed");
+  EXPECT_EQ(store_->promote_due(conn()), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'failed'"), 1);
+}
+
+TEST_F(AttemptsTest, HeartbeatKeepsAnAttemptAliveAndDeadlineRescuesIt) {
+  enqueue("dl");
+  QueueStorage::ClaimOptions o;
+  o.deadline = milliseconds(50);
+  const auto e = claim_one("dl", o);
+  store_->heartbeat(conn(), std::vector{beat(e)});
+  EXPECT_TRUE(store_->rescue(conn(), std::chrono::minutes(1)).empty());
+  // Bounded wait for the deadline to pass.
+  std::vector<QueueStorage::Rescued> rescued;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (rescued.empty() && std::chrono::steady_clock::now() < until) {
+    rescued = store_->rescue(conn(), std::chrono::minutes(1));
+  }
+  ASSERT_EQ(rescued.size(), 1U);
+  EXPECT_EQ(rescued[0].why, "rescued: deadline exceeded");
+  EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
+}
+
+TEST_F(AttemptsTest, CancelScheduledJob) {
+  InsertOpts o = on_queue("cs");
+  o.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
+  const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+  auto pc = public_conn();
+  Admin admin(schema_);
+  EXPECT_EQ(admin.cancel_job(pc, id), "scheduled");
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
+  EXPECT_EQ(count("SELECT lane_seq FROM done_entries WHERE state = 'cancelled'"), -id);
+  EXPECT_EQ(admin.cancel_job(pc, id), "missing");
+}
+
+TEST_F(AttemptsTest, CancelAvailableJobTombstonesItAndTheClaimPassesIt) {
+  const auto a = enqueue("ca");
+  const auto b = enqueue("ca");
+  auto pc = public_conn();
+  Admin admin(schema_);
+  EXPECT_EQ(admin.cancel_job(pc, a), "available");
+  const auto e = claim_one("ca");
+  EXPECT_EQ(e.job_id, b);
+  EXPECT_EQ(count("SELECT claim_cursor FROM queue_shard_lag('ca')"), 3);
+  EXPECT_EQ(count("SELECT available FROM queue_shard_lag('ca')"), 0);
+  EXPECT_EQ(admin.cancel_job(pc, a), "finished");
+}
+
+TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) {
+  // The synthesised done row must use the receipt's shard (ADR-025 "cancel-from-receipt").
+  set_shards("cr", 8);
+  const auto id = enqueue("cr", 25, "customer-42");
+  const auto e = claim_one("cr");
+  ASSERT_EQ(e.enqueue_shard, 4);
+  store_->heartbeat(conn(), std::vector{beat(e)});
+
+  auto listener = connect_new();
+  listener.listen("awa:cancel");
+  auto pc = public_conn();
+  EXPECT_EQ(Admin(schema_).cancel_job(pc, id), "running");
+  const auto note = listener.wait_notification(std::chrono::seconds(5));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->payload, std::to_string(id));
+
+  EXPECT_EQ(count("SELECT enqueue_shard FROM done_entries WHERE state = 'cancelled'"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
+  EXPECT_TRUE(store_->heartbeat(conn(), std::vector{beat(e)}).empty());
+  const auto r = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  EXPECT_TRUE(r[0].stale());
+  EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty());
+}
+
+}  // namespace
+}  // namespace awa::testing
