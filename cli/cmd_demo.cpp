@@ -6,8 +6,8 @@
 #include <map>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
@@ -26,8 +26,8 @@ int demo(const Context& ctx) {
   using Clock = std::chrono::steady_clock;
   auto conn = Connection::connect(ctx.require_database_url());
   const auto report = schema::Migrator(ctx.schema).migrate(conn.native());
-  fmt::print("schema {}: version {} ({} migration(s) applied now)\n", report.schema,
-             report.version, report.applied.size());
+  fmt::print("schema {}: version {} ({} migration(s) applied now)\n", report.schema, report.version,
+             report.applied.size());
 
   Admin admin(ctx.schema);
   admin.set_enqueue_shards(conn, kQueue, 4);
@@ -92,8 +92,8 @@ int demo(const Context& ctx) {
   for (const auto& [shard, n] : per_shard) fmt::print(" shard {}: {}", shard, n);
   fmt::print("\n");
   for (const auto& l : admin.queue_shards(conn, kQueue)) {
-    fmt::print("  priority {} shard {}: enqueue cursor {}, claim cursor {}, lag {}\n",
-               l.priority, l.enqueue_shard, l.enqueue_cursor, l.claim_cursor, l.lag);
+    fmt::print("  priority {} shard {}: enqueue cursor {}, claim cursor {}, lag {}\n", l.priority,
+               l.enqueue_shard, l.enqueue_cursor, l.claim_cursor, l.lag);
   }
   if (finished != kJobs) {
     fmt::print(stderr, "demo: only {} of {} jobs finished within 30 s\n", finished, kJobs);
