@@ -34,7 +34,7 @@ pg: deps
 demo: build pg
 	DATABASE_URL=$(PG_URL) $(BUILD_DIR)/awa demo
 
-test: build pg format-check
+test: format-check build pg
 	cd $(BUILD_DIR) && DATABASE_URL=$(PG_URL) ctest --output-on-failure -j $(JOBS) --timeout 600
 
 unit-test: build
