@@ -12,8 +12,9 @@ else
   CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 endif
 
-# When DATABASE_URL is unset, use the project's own PostgreSQL (scripts/pg).
-PG_URL = $${DATABASE_URL:-$$(scripts/pg url)}
+# When DATABASE_URL is unset, use the project's own PostgreSQL (scripts/pg). A failure
+# to find it stops the recipe: a missing database is a failure, never a skipped test.
+WITH_DB = url="$${DATABASE_URL:-$$(scripts/pg url)}" && [ -n "$$url" ] && DATABASE_URL="$$url"
 
 .PHONY: all deps build pg demo test unit-test format format-check models clean
 
@@ -32,13 +33,13 @@ pg: deps
 	@if [ -z "$$DATABASE_URL" ]; then scripts/pg start; fi
 
 demo: build pg
-	DATABASE_URL=$(PG_URL) $(BUILD_DIR)/awa demo
+	$(WITH_DB) $(BUILD_DIR)/awa demo
 
 test: format-check build pg
-	cd $(BUILD_DIR) && DATABASE_URL=$(PG_URL) ctest --output-on-failure -j $(JOBS) --timeout 600
+	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
 unit-test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L unit
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -6,7 +6,7 @@
 //   3. route: keyed rows by hash, unkeyed rows by one rotor pick per (queue, priority);
 //   4. per lane, in ascending (queue, priority, enqueue_shard) order — the global lock
 //      order — reserve one contiguous lane_seq range and write the rows;
-//   5. notify each queue once.
+//   5. notify each queue once (after commit when the call commits itself; see send_notify).
 // INSERT mode sends all of it as one pipeline: without an explicit BEGIN the statements
 // up to the pipeline's Sync form one implicit transaction, so a self-committing insert is
 // atomic in a single round trip.
@@ -22,6 +22,7 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
 #include "awa/queue_storage.hpp"
@@ -285,12 +286,14 @@ struct QueueStorage::Impl {
     if (jobs.empty()) return ids;
     const Plan p = plan(conn, jobs);
 
+    const bool own = !conn.in_transaction();
     pg::Pipeline pipe = conn.pipeline();
     const std::size_t first_insert = add_ensures(pipe, p);
     for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
     if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
-    if (!p.notify_queues.empty()) pipe.add_cached(notify, notify_params(p));
+    if (!own && !p.notify_queues.empty()) pipe.add_cached(notify, notify_params(p));
     const auto results = pipe.run();
+    if (own) send_notify(conn, p);
 
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
       const auto& lane = p.lanes[l];
@@ -321,10 +324,10 @@ struct QueueStorage::Impl {
     if (jobs.empty()) return ids;
     const bool own = !conn.in_transaction();
     const Plan p = plan(conn, jobs);
-    if (own) conn.exec("BEGIN");
     try {
       pg::Pipeline pipe = conn.pipeline();
-      const std::size_t first_reserve = add_ensures(pipe, p);
+      if (own) pipe.add("BEGIN", {});
+      const std::size_t first_reserve = add_ensures(pipe, p) + (own ? 1 : 0);
       for (const auto& lane : p.lanes) {
         pipe.add_cached(reserve_lane,
                         pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
@@ -379,7 +382,7 @@ struct QueueStorage::Impl {
 
       pg::Pipeline tail = conn.pipeline();
       if (!p.deferred.empty()) tail.add_cached(insert_deferred, deferred_params(p, jobs));
-      if (!p.notify_queues.empty()) tail.add_cached(notify, notify_params(p));
+      if (!own && !p.notify_queues.empty()) tail.add_cached(notify, notify_params(p));
       if (own) tail.add("COMMIT", {});
       const auto done = tail.run();
       if (!p.deferred.empty()) {
@@ -398,7 +401,25 @@ struct QueueStorage::Impl {
       throw;
     }
     remember_lanes(p);
+    if (own) send_notify(conn, p);
     return ids;
+  }
+
+  // Wakes the queues' listeners after a self-committed enqueue. NOTIFY inside the enqueue
+  // transaction would serialise every enqueue commit in the cluster: PostgreSQL takes one
+  // global lock on the notification queue from pre-commit to the end of commit (its WAL
+  // flush included), and our producer would wait for it while holding its lane locks.
+  // Sent after commit it costs one short statement with no WAL flush. A caller-owned
+  // transaction still gets the NOTIFY inside it, since only its commit makes the rows
+  // visible. A failure here loses only a wake-up: workers also poll.
+  void send_notify(pg::Connection& conn, const Plan& p) {
+    if (p.notify_queues.empty()) return;
+    try {
+      conn.exec_cached(notify, notify_params(p));
+    } catch (const Error& e) {
+      // The jobs are committed; reporting failure now would invite a duplicate enqueue.
+      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e.what());
+    }
   }
 
   StorageOptions options;
