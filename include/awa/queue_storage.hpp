@@ -131,4 +131,9 @@ std::uint64_t ordering_key_hash(std::string_view key);
 // REQUIRES: 1 <= shards <= 64.
 int shard_for_ordering_key(std::string_view key, int shards);
 
+// The NOTIFY channel producers wake a queue's workers on: "awa:<queue>", or, for queue
+// names too long for PostgreSQL's 63-byte channel names, "awa:#<ordering_key_hash>".
+// Identical to the SQL function notify_channel().
+std::string notify_channel(std::string_view queue);
+
 }  // namespace awa

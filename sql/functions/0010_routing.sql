@@ -68,3 +68,25 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Job metadata is a JSON object or NULL (the C++ producer's rule).
+CREATE OR REPLACE FUNCTION {schema}.validate_metadata(p_metadata jsonb)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_metadata IS NOT NULL AND jsonb_typeof(p_metadata) <> 'object' THEN
+        RAISE EXCEPTION 'metadata must be a JSON object, not %', jsonb_typeof(p_metadata)
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- The NOTIFY channel of a queue. PostgreSQL caps channel names at 63 bytes, and queue
+-- names may be 200: a name that does not fit is replaced by its ordering-key hash. The
+-- C++ twin is awa::notify_channel(); producers and listeners both use these.
+CREATE OR REPLACE FUNCTION {schema}.notify_channel(p_queue text)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT CASE WHEN octet_length(p_queue) <= 59 THEN 'awa:' || p_queue
+                ELSE 'awa:#' || {schema}.ordering_key_hash(convert_to(p_queue, 'UTF8'))::text END
+$$;

@@ -29,6 +29,7 @@ DECLARE
     v_seq    bigint;
 BEGIN
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
+    PERFORM {schema}.validate_metadata(p_metadata);
     v_id := nextval('{schema}.job_ids');
 
     IF p_run_at IS NOT NULL AND p_run_at > now() THEN
@@ -65,7 +66,7 @@ BEGIN
     VALUES ((SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
             p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
             p_max_attempts, coalesce(p_run_at, now()), now(), p_ordering_key, p_metadata, p_tags);
-    PERFORM pg_notify('awa:' || p_queue, '');
+    PERFORM pg_notify({schema}.notify_channel(p_queue), '');
     RETURN v_id;
 END
 $$;
@@ -104,7 +105,8 @@ BEGIN
            CASE WHEN e.j ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(e.j->'tags')) END
     FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(j, ord);
 
-    PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key)
+    PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key),
+            {schema}.validate_metadata(b.metadata)
     FROM awa_compat_batch b;
 
     INSERT INTO {schema}.deferred_jobs
@@ -144,7 +146,7 @@ BEGIN
         FROM awa_compat_batch b
         WHERE b.queue = v_lane.queue AND b.priority = v_lane.priority AND b.shard = v_lane.shard
           AND NOT b.deferred;
-        PERFORM pg_notify('awa:' || v_lane.queue, '');
+        PERFORM pg_notify({schema}.notify_channel(v_lane.queue), '');
     END LOOP;
 
     RETURN QUERY

@@ -67,7 +67,7 @@ BEGIN
                b.created_at, b.ordering_key, b.metadata, b.tags, b.errors
         FROM awa_promote_batch b
         WHERE b.queue = v_lane.queue AND b.priority = v_lane.priority AND b.shard = v_lane.shard;
-        PERFORM pg_notify('awa:' || v_lane.queue, '');
+        PERFORM pg_notify({schema}.notify_channel(v_lane.queue), '');
     END LOOP;
     RETURN v_n;
 END

@@ -1,4 +1,5 @@
 // Shard routing (ADR-025 "Routing producers into shards").
+#include <string>
 #include <string_view>
 
 #include "awa/error.hpp"
@@ -22,6 +23,12 @@ int shard_for_ordering_key(std::string_view key, int shards) {
                           " is outside the allowed range 1..64");
   }
   return static_cast<int>(ordering_key_hash(key) % static_cast<std::uint64_t>(shards));
+}
+
+std::string notify_channel(std::string_view queue) {
+  // 63 bytes is PostgreSQL's identifier limit, channel names included.
+  if (queue.size() + 4 <= 63) return "awa:" + std::string(queue);
+  return "awa:#" + std::to_string(ordering_key_hash(queue));
 }
 
 }  // namespace awa

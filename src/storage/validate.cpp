@@ -15,6 +15,18 @@ bool queue_char(char c) {
          c == '.' || c == ':' || c == '-';
 }
 
+// jsonb cannot store U+0000; PostgreSQL would reject the row (22P05) and abort the
+// caller's transaction. Backslashes occur only inside JSON strings, each starting a
+// two-character escape (or \uXXXX), so a linear scan finds \u0000 exactly.
+bool has_nul_escape(std::string_view json) {
+  for (std::size_t i = 0; i + 1 < json.size(); ++i) {
+    if (json[i] != '\\') continue;
+    if (json[i + 1] == 'u' && json.substr(i + 2, 4) == "0000") return true;
+    ++i;  // skip the escaped character (an escaped backslash must not start a new escape)
+  }
+  return false;
+}
+
 }  // namespace
 
 void validate_queue_name(std::string_view queue) {
@@ -50,6 +62,9 @@ void validate_job(const NewJob& job, std::size_t index) {
   }
   if (!nlohmann::json::accept(job.args_json)) {
     fail("args are not valid JSON");
+  }
+  if (has_nul_escape(job.args_json)) {
+    fail("args contain \\u0000, which PostgreSQL's jsonb cannot store");
   }
   if (!job.opts.metadata.is_null() && !job.opts.metadata.is_object()) {
     fail("metadata must be a JSON object");

@@ -1,2 +1,2 @@
--- One wake-up per queue per transaction (channel "awa:<queue>").
-SELECT pg_notify('awa:' || q, '') FROM unnest($1::text[]) AS q
+-- One wake-up per queue (channel notify_channel(queue): "awa:<queue>" or its hash).
+SELECT pg_notify({schema}.notify_channel(q), '') FROM unnest($1::text[]) AS q
