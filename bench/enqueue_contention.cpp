@@ -210,7 +210,9 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
   if (o.checkpoint) admin.exec("CHECKPOINT");
 
   const std::string plain_sql = render(kPlainInsert);
-  const std::string notify_sql = render(sql::file("queries/enqueue/notify.sql"));
+  // The enqueue path's notify (sql/queries/enqueue/notify.sql) without its channel
+  // helper function, which the plain schema does not have; the queue name is short.
+  const std::string notify_sql = "SELECT pg_notify('awa:' || q, '') FROM unnest($1::text[]) AS q";
   const auto insert = [&](pg::Connection& conn, std::span<const NewJob> jobs) {
     switch (mode) {
       case Mode::kCeiling:
