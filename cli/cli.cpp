@@ -49,6 +49,7 @@ int run(int argc, char** argv) {
   add_demo(app, ctx);
   add_enqueue(app, ctx);
   add_queue(app, ctx);
+  add_work(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -31,5 +31,6 @@ void add_version(CLI::App& app, Context& ctx);
 void add_demo(CLI::App& app, Context& ctx);
 void add_enqueue(CLI::App& app, Context& ctx);
 void add_queue(CLI::App& app, Context& ctx);
+void add_work(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

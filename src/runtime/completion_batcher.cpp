@@ -25,18 +25,21 @@ CompletionBatcher::~CompletionBatcher() {
 }
 
 void CompletionBatcher::submit(Completion completion) {
-  bool full = false;
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
-    if (pending_.empty()) oldest_ = std::chrono::steady_clock::now();
+    const bool first = pending_.empty();
+    if (first) oldest_ = std::chrono::steady_clock::now();
     pending_.push_back(std::move(completion));
     ++submitted_;
     ++stats_.submitted;
-    full = pending_.size() >= options_.max_batch;
+    wake = first || pending_.size() >= options_.max_batch;
   }
-  // The thread sleeps until the oldest row's deadline; only a full batch must wake it
-  // early. Waking it for every row would cost a context switch per completion.
-  if (full) wake_.notify_one();
+  // With rows waiting, the thread sleeps until the oldest row's deadline, so only a full
+  // batch must wake it early; waking it for every row would cost a context switch per
+  // completion. With none waiting it sleeps without a deadline, so the first row must
+  // wake it (otherwise a lone completion waits for the next full batch or flush()).
+  if (wake) wake_.notify_one();
 }
 
 void CompletionBatcher::flush() {

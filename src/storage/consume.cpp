@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "awa/error.hpp"
+#include "awa/metrics.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/validate.hpp"
@@ -95,6 +96,7 @@ std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
 Consumer::Consumer(const std::string& quoted_schema)
     : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
+      complete_ok_sql_(sql::render(sql::file("queries/consume/complete_ok.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
       rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)) {}
@@ -115,6 +117,7 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
   } else {
     params.null();
   }
+  const auto started = std::chrono::steady_clock::now();
   const auto res = conn.exec_cached(claim_sql_, params);
   std::vector<ClaimedEntry> out;
   out.reserve(static_cast<std::size_t>(res.rows()));
@@ -143,15 +146,26 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 20);
     out.push_back(std::move(e));
   }
+  // ADR-025's awa.job.claimed{awa.enqueue.shard}. A claim reads one lane, so this is one
+  // series lookup per call, not per row.
+  auto& m = metrics::engine();
+  m.claim_duration_seconds.with({queue}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  std::vector<std::pair<int, std::uint64_t>> per_shard;
+  for (const auto& e : out) {
+    if (per_shard.empty() || per_shard.back().first != e.enqueue_shard) {
+      per_shard.emplace_back(e.enqueue_shard, 0);
+    }
+    ++per_shard.back().second;
+  }
+  for (const auto& [shard, n] : per_shard) {
+    m.job_claimed.with({queue, std::to_string(shard)}).inc(n);
+  }
   return out;
 }
 
-std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
-                                                 std::span<const Completion> completions) const {
-  std::vector<CompletionResult> results;
-  results.reserve(completions.size());
-  if (completions.empty()) return results;
-
+pg::Result Consumer::complete_general(pg::Connection& conn,
+                                      std::span<const Completion> completions) const {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   ArrayLiteral job_id, run_lease, claim_slot, ready_slot, queue, priority, shard, lane_seq, outcome,
       error, delay, max_attempts;
@@ -178,13 +192,39 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
     delay.add(fmt::format("{:.3f}", static_cast<double>(d.count()) / 1000.0));
     max_attempts.add(static_cast<std::int64_t>(c.max_attempts));
   }
-  const auto res = conn.exec_cached(
+  return conn.exec_cached(
       complete_sql_, pg::make_params(std::move(job_id).finish(), std::move(run_lease).finish(),
                                      std::move(claim_slot).finish(), std::move(ready_slot).finish(),
                                      std::move(queue).finish(), std::move(priority).finish(),
                                      std::move(shard).finish(), std::move(lane_seq).finish(),
                                      std::move(outcome).finish(), std::move(error).finish(),
                                      std::move(delay).finish(), std::move(max_attempts).finish()));
+}
+
+std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
+                                                 std::span<const Completion> completions) const {
+  std::vector<CompletionResult> results;
+  results.reserve(completions.size());
+  if (completions.empty()) return results;
+
+  const auto started = std::chrono::steady_clock::now();
+  const bool all_completed =
+      std::all_of(completions.begin(), completions.end(),
+                  [](const Completion& c) { return c.outcome == Outcome::kCompleted; });
+  pg::Result res;
+  if (all_completed) {
+    ArrayLiteral ids, leases, slots;
+    for (const auto& c : completions) {
+      ids.add(c.job_id);
+      leases.add(c.run_lease);
+      slots.add(static_cast<std::int64_t>(c.claim_slot));
+    }
+    res = conn.exec_cached(complete_ok_sql_,
+                           pg::make_params(std::move(ids).finish(), std::move(leases).finish(),
+                                           std::move(slots).finish()));
+  } else {
+    res = complete_general(conn, completions);
+  }
   // (job_id, run_lease) -> state, for the attempts this statement closed.
   std::map<std::pair<JobId, std::int64_t>, std::string> closed;
   for (int r = 0; r < res.rows(); ++r) {
@@ -199,6 +239,16 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
     }
     results.push_back(std::move(out));
   }
+  // One series lookup per (queue, state) present in the batch, not per row.
+  auto& m = metrics::engine();
+  m.completion_flush_seconds.with({}).observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  std::map<std::pair<std::string_view, std::string_view>, std::uint64_t> per_state;
+  for (std::size_t i = 0; i < completions.size(); ++i) {
+    const auto& state = results[i].state;
+    ++per_state[{completions[i].queue, state ? std::string_view(*state) : "stale"}];
+  }
+  for (const auto& [key, n] : per_state) m.job_completed.with({key.first, key.second}).inc(n);
   return results;
 }
 

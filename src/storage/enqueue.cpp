@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/copy.hpp"
@@ -269,6 +270,16 @@ struct QueueStorage::Impl {
     return pg::make_params(std::move(q).finish());
   }
 
+  // awa_job_enqueued_total, once the rows are written: one series lookup per queue in the
+  // call, not per row. Scheduled rows count as enqueued too.
+  static void count_enqueued(const Plan& p, std::span<const NewJob> jobs) {
+    std::map<std::string_view, std::uint64_t> per_queue;
+    for (const auto& lane : p.lanes) per_queue[lane.key.queue] += lane.rows.size();
+    for (const auto i : p.deferred) ++per_queue[jobs[i].opts.queue];
+    auto& family = metrics::engine().job_enqueued;
+    for (const auto& [queue, n] : per_queue) family.with({queue}).inc(n);
+  }
+
   // Adds the ensure_lane statements; returns how many were added.
   std::size_t add_ensures(pg::Pipeline& pipe, const Plan& p) {
     std::size_t n = 0;
@@ -316,6 +327,7 @@ struct QueueStorage::Impl {
       }
     }
     remember_lanes(p);
+    count_enqueued(p, jobs);
     return ids;
   }
 
@@ -401,6 +413,7 @@ struct QueueStorage::Impl {
       throw;
     }
     remember_lanes(p);
+    count_enqueued(p, jobs);
     if (own) send_notify(conn, p);
     return ids;
   }

@@ -754,25 +754,29 @@ TEST_P(EnqueueModeTest, FutureRunAtIsScheduledWithoutALane) {
 TEST_P(EnqueueModeTest, CommittedEnqueueNotifiesQueueChannelAndRollbackDoesNot) {
   // Guards the wake-up: "awa:<queue>" is notified once for a committed enqueue, never for
   // a rolled-back one, and not for jobs that are only scheduled.
-  conn().listen("awa:wake");
+  // Channels are per database, not per schema: a queue name unique to this test keeps
+  // tests running in parallel from waking each other.
+  const std::string queue = schema_;
+  const std::string channel = notify_channel(queue);
+  conn().listen(channel);
   pg::Connection producer = connect_new();
 
   {
     pg::Transaction tx(producer);
-    enqueue(producer, unkeyed_batch("wake", 3));
+    enqueue(producer, unkeyed_batch(queue, 3));
     tx.rollback();
   }
   EXPECT_FALSE(conn().wait_notification(300ms).has_value()) << "rollback must not notify";
 
-  NewJob later = make_job("later", {}, "wake");
+  NewJob later = make_job("later", {}, queue);
   later.opts.run_at = std::chrono::system_clock::now() + 1h;
   enqueue(producer, std::vector<NewJob>{later});
   EXPECT_FALSE(conn().wait_notification(300ms).has_value()) << "nothing runnable yet";
 
-  enqueue(producer, unkeyed_batch("wake", 3, 1));
+  enqueue(producer, unkeyed_batch(queue, 3, 1));
   const auto n = conn().wait_notification(5s);
   ASSERT_TRUE(n.has_value());
-  EXPECT_EQ(n->channel, "awa:wake");
+  EXPECT_EQ(n->channel, channel);
   EXPECT_EQ(n->backend_pid, producer.backend_pid());
   EXPECT_FALSE(conn().wait_notification(100ms).has_value()) << "one notification per queue";
 }

@@ -1,0 +1,219 @@
+// `awa work`: runs the worker runtime (awa::Client) with a few built-in job kinds, until
+// SIGINT or SIGTERM, then stops gracefully and prints a one-line summary.
+//
+// Built-in kinds:
+//   noop   completes at once
+//   sleep  {"ms": N}: sleeps N ms, returning early (as a retryable failure) when its stop
+//          token fires (cancel, rescue elsewhere, shutdown past the grace period)
+//   fail   {"mode": "retryable" | "terminal"}: fails that way (default retryable)
+//   echo   logs its args and completes
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "awa/client.hpp"
+#include "awa/error.hpp"
+#include "awa/metrics.hpp"
+#include "cli.hpp"
+
+namespace awa::cli {
+namespace {
+
+struct WorkArgs {
+  std::vector<std::string> queues;
+  int max_workers = 0;
+  std::size_t pool_size = 8;
+  std::string metrics_addr;
+  long heartbeat_ms = 30000;
+  long stale_ms = 90000;
+  long maintenance_ms = 1000;
+  long shutdown_timeout_ms = 10000;
+  long poll_ms = 1000;
+  bool no_maintenance = false;
+  bool no_migrate = false;
+};
+
+// "name" or "name:N". Queue names may contain ':', so only an all-digit suffix after the
+// last ':' is read as the worker count ("a:b" is the queue "a:b"; "a:b:4" is "a:b" with 4).
+QueueConfig parse_queue(const std::string& spec) {
+  QueueConfig q;
+  q.name = spec;
+  const auto colon = spec.rfind(':');
+  if (colon != std::string::npos && colon + 1 < spec.size()) {
+    const auto* first = spec.data() + colon + 1;
+    const auto* last = spec.data() + spec.size();
+    int n = 0;
+    const auto [end, ec] = std::from_chars(first, last, n);
+    if (ec == std::errc() && end == last) {
+      if (n < 1) throw InvalidArgument("--queue " + spec + ": MAX_WORKERS must be at least 1");
+      q.name = spec.substr(0, colon);
+      q.max_workers = n;
+    }
+  }
+  return q;
+}
+
+std::pair<std::string, int> parse_addr(const std::string& addr) {
+  const auto colon = addr.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos) {
+    const auto* first = addr.data() + colon + 1;
+    const auto* last = addr.data() + addr.size();
+    const auto [end, ec] = std::from_chars(first, last, port);
+    if (ec != std::errc() || end != last) port = -1;
+  }
+  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535)
+    throw InvalidArgument("--metrics-addr must be HOST:PORT, e.g. 127.0.0.1:9464");
+  return {addr.substr(0, colon), port};
+}
+
+JobResult sleep_job(JobContext& job) {
+  const auto ms = job.args().value("ms", 0L);
+  // condition_variable_any's stop_token overload returns early when the token fires.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  const bool stopped =
+      cv.wait_for(lock, job.stop_token(), std::chrono::milliseconds(ms), [] { return false; });
+  (void)stopped;
+  if (job.stop_token().stop_requested())
+    return JobResult::failed("sleep interrupted by a stop request", true);
+  return JobResult::completed();
+}
+
+JobResult fail_job(JobContext& job) {
+  const auto mode = job.args().value("mode", std::string("retryable"));
+  if (mode == "terminal") return JobResult::failed("fail job (terminal)", false);
+  return JobResult::failed("fail job (retryable)", true);
+}
+
+// Blocks SIGINT and SIGTERM in this thread (and so in every thread the client starts from
+// it), and restores the previous mask on destruction; sigwait() then receives them
+// synchronously, which keeps the handling out of async-signal context entirely.
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    if (const int rc = pthread_sigmask(SIG_BLOCK, &set_, &old_); rc != 0)
+      throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
+  }
+  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+
+  int wait() const {
+    int sig = 0;
+    while (sigwait(&set_, &sig) != 0) {
+    }
+    return sig;
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+};
+
+int work(const Context& ctx, const WorkArgs& a) {
+  if (a.queues.empty()) throw InvalidArgument("awa work: give at least one --queue");
+  ClientOptions o;
+  o.database_url = ctx.require_database_url();
+  o.schema = ctx.schema;
+  o.migrate = !a.no_migrate;
+  o.max_workers = a.max_workers;
+  o.pool_size = a.pool_size;
+  o.heartbeat_interval = std::chrono::milliseconds(a.heartbeat_ms);
+  o.stale_after = std::chrono::milliseconds(a.stale_ms);
+  o.maintenance_interval = std::chrono::milliseconds(a.maintenance_ms);
+  o.shutdown_timeout = std::chrono::milliseconds(a.shutdown_timeout_ms);
+  o.maintenance = !a.no_maintenance;
+  // Lets operators (and the fail-over test) map a backend, e.g. the leader lock's holder
+  // in pg_locks, to this process.
+  o.application_name = fmt::format("awa-work-{}", ::getpid());
+
+  std::optional<std::pair<std::string, int>> metrics_at;
+  if (!a.metrics_addr.empty()) metrics_at = parse_addr(a.metrics_addr);
+
+  const BlockedSignals signals;
+  Client client(o);
+  client.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
+  client.register_worker("sleep", sleep_job);
+  client.register_worker("fail", fail_job);
+  client.register_worker("echo", [](JobContext& job) {
+    spdlog::info("echo: job {} (attempt {}) args {}", job.job_id(), job.attempt(),
+                 job.args().dump());
+    return JobResult::completed();
+  });
+  for (const auto& spec : a.queues) {
+    auto q = parse_queue(spec);
+    q.poll_interval = std::chrono::milliseconds(a.poll_ms);
+    client.add_queue(std::move(q));
+  }
+
+  std::unique_ptr<metrics::Server> server;
+  if (metrics_at) {
+    server = std::make_unique<metrics::Server>(metrics_at->first, metrics_at->second);
+    server->start();
+    spdlog::info("metrics on http://{}:{}/metrics", server->address(), server->port());
+  }
+  client.start();
+  spdlog::info("awa work: running (pid {}); SIGINT or SIGTERM stops gracefully", ::getpid());
+  const int sig = signals.wait();
+  spdlog::info("awa work: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  client.stop();
+  if (server) server->stop();
+  const auto s = client.stats();
+  fmt::print(
+      "awa work: claimed {} completed {} retried {} failed {} snoozed {} cancelled {} stale {} "
+      "rescued {} promoted {}\n",
+      s.claimed, s.completed, s.retried, s.failed, s.snoozed, s.cancelled, s.stale_completions,
+      s.rescued, s.promoted);
+  return 0;
+}
+
+}  // namespace
+
+void add_work(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<WorkArgs>();
+  auto* cmd = app.add_subcommand("work", "run workers (built-in kinds: noop, sleep, fail, echo)");
+  cmd->add_option("--queue,-q", a->queues, "queue to work, as NAME or NAME:MAX_WORKERS (repeat)")
+      ->required();
+  cmd->add_option("--max-workers", a->max_workers,
+                  "cap on concurrent handlers over all queues (0: sum of the queues')")
+      ->capture_default_str();
+  cmd->add_option("--pool-size", a->pool_size, "database connections in the pool")
+      ->capture_default_str();
+  cmd->add_option("--metrics-addr", a->metrics_addr,
+                  "serve Prometheus metrics on HOST:PORT (GET /metrics)");
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "heartbeat period")->capture_default_str();
+  cmd->add_option("--stale-ms", a->stale_ms, "rescue attempts whose heartbeat is older")
+      ->capture_default_str();
+  cmd->add_option("--maintenance-ms", a->maintenance_ms, "leader's maintenance period")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout-ms", a->shutdown_timeout_ms,
+                  "grace period for in-flight handlers at stop")
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", a->poll_ms, "fallback poll when no notification arrives")
+      ->capture_default_str();
+  cmd->add_flag("--no-maintenance", a->no_maintenance, "never run maintenance in this process");
+  cmd->add_flag("--no-migrate", a->no_migrate, "do not migrate the schema at start");
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return work(ctx, *a); }; });
+}
+
+}  // namespace awa::cli

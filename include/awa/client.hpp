@@ -1,0 +1,205 @@
+// awa::Client: the worker runtime a C++ service embeds.
+//
+//   awa::ClientOptions opts;
+//   opts.database_url = std::getenv("DATABASE_URL");
+//   awa::Client client(opts);
+//   client.register_worker("send_email", [](awa::JobContext& job) {
+//     auto args = job.args_as<EmailArgs>();   // nlohmann from_json
+//     send(args);
+//     return awa::JobResult::completed();
+//   });
+//   client.add_queue({.name = "default", .max_workers = 8});
+//   client.start();
+//   client.insert(awa::NewJob("send_email", {{"to", "a@b.c"}}));
+//   ...
+//   client.stop();  // graceful: stop claiming, finish in-flight jobs, flush completions
+//
+// Delivery is at-least-once: a job whose worker dies is rescued (retried) after its
+// heartbeat goes stale; a completion after that is stale and changes nothing.
+//
+// Thread safety: register_worker / add_queue before start(); everything else from any
+// thread. Handlers run on the client's worker threads, several at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "awa/job.hpp"
+#include "awa/queue_storage.hpp"
+
+namespace awa {
+
+// What a handler returns.
+class JobResult {
+ public:
+  static JobResult completed() { return JobResult(Outcome::kCompleted); }
+  // A retryable failure with an explicit delay (counts as an attempt).
+  static JobResult retry_after(std::chrono::milliseconds delay, std::string message = "retry") {
+    JobResult r(Outcome::kRetry);
+    r.delay_ = delay;
+    r.message_ = std::move(message);
+    return r;
+  }
+  // Run again after `delay`; the attempt is not counted.
+  static JobResult snooze(std::chrono::milliseconds delay) {
+    JobResult r(Outcome::kSnooze);
+    r.delay_ = delay;
+    return r;
+  }
+  static JobResult cancel(std::string message = "cancelled by handler") {
+    JobResult r(Outcome::kCancel);
+    r.message_ = std::move(message);
+    return r;
+  }
+  // A failure: retryable (default backoff, until max_attempts) or terminal.
+  static JobResult failed(std::string message, bool retryable = true) {
+    JobResult r(retryable ? Outcome::kRetry : Outcome::kFail);
+    r.message_ = std::move(message);
+    return r;
+  }
+
+  Outcome outcome() const noexcept { return outcome_; }
+  const std::string& message() const noexcept { return message_; }
+  // Negative: the default (exponential backoff for retries).
+  std::chrono::milliseconds delay() const noexcept { return delay_; }
+
+ private:
+  explicit JobResult(Outcome o) : outcome_(o) {}
+  Outcome outcome_;
+  std::string message_;
+  std::chrono::milliseconds delay_{-1};
+};
+
+// What a handler sees of its job. Valid only during the handler call.
+class JobContext {
+ public:
+  virtual ~JobContext() = default;
+
+  virtual const ClaimedEntry& entry() const = 0;
+  JobId job_id() const { return entry().job_id; }
+  const std::string& kind() const { return entry().kind; }
+  int attempt() const { return entry().attempt; }
+  int max_attempts() const { return entry().max_attempts; }
+  const std::string& queue() const { return entry().queue; }
+  int priority() const { return entry().priority; }
+  int enqueue_shard() const { return entry().enqueue_shard; }
+  const nlohmann::json& metadata() const { return entry().metadata; }
+  // Parsed once, on first use.
+  virtual const nlohmann::json& args() const = 0;
+  template <class T>
+  T args_as() const {
+    return args().get<T>();
+  }
+
+  // Fires when the job is cancelled (or rescued elsewhere) or the client shuts down past
+  // its grace period. Long handlers should check it.
+  virtual std::stop_token stop_token() const = 0;
+  // Reports progress (0..100) and a message; materialises a lease and heartbeats now.
+  virtual void set_progress(double percent, const std::string& message = {}) = 0;
+  // Heartbeats now (the runtime also heartbeats every running job periodically).
+  virtual void heartbeat() = 0;
+};
+
+// A handler that throws is a retryable failure with the exception's message.
+using Handler = std::function<JobResult(JobContext&)>;
+
+struct QueueConfig {
+  std::string name = "default";
+  // Concurrent handlers for this queue. Default: 10.
+  int max_workers = 10;
+  // Rows per claim at most (the dispatcher never claims more than it has free workers).
+  // Default: 512.
+  int claim_batch = 512;
+  // Fallback poll when no notification arrives. Default: 1 s.
+  std::chrono::milliseconds poll_interval{1000};
+  // Hard deadline per attempt; rescued after it. Default: none.
+  std::optional<std::chrono::milliseconds> deadline;
+  // Priority aging interval. Default: none.
+  std::optional<std::chrono::milliseconds> priority_aging;
+};
+
+struct ClientOptions {
+  std::string database_url;
+  // Default: "awa".
+  std::string schema = "awa";
+  // Migrate the schema at start(). Default: true.
+  bool migrate = true;
+  // Connections for claims, completions, heartbeats and maintenance. Default: 8.
+  std::size_t pool_size = 8;
+  // Cap on concurrent handlers over all queues; 0 = the sum of the queues' max_workers.
+  int max_workers = 0;
+  // Default: 30 s.
+  std::chrono::milliseconds heartbeat_interval{30000};
+  // An attempt whose heartbeat is older than this is rescued. Default: 90 s.
+  std::chrono::milliseconds stale_after{90000};
+  // Maintenance (promotion, rescue, DLQ retention) period on the leader. Default: 1 s.
+  std::chrono::milliseconds maintenance_interval{1000};
+  // Dead letters older than this are purged by the leader. Default: 7 days.
+  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 7)};
+  // stop(): how long in-flight handlers may take before their stop tokens fire.
+  std::chrono::milliseconds shutdown_timeout{10000};
+  // Completion batcher. Defaults: 512 rows or 1 ms.
+  std::size_t completion_batch = 512;
+  std::chrono::microseconds completion_flush{1000};
+  // Run the maintenance leader election in this process. Default: true.
+  bool maintenance = true;
+  // application_name of every connection the client opens (shows in pg_stat_activity,
+  // so operators can tell which process holds what). Default: "awa".
+  std::string application_name = "awa";
+  // Connect timeout of every connection the client opens. Default: 5 s.
+  std::chrono::milliseconds connect_timeout{5000};
+};
+
+struct ClientStats {
+  std::uint64_t claimed = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t retried = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t snoozed = 0;
+  std::uint64_t cancelled = 0;
+  std::uint64_t stale_completions = 0;
+  std::uint64_t rescued = 0;   // by this process as leader
+  std::uint64_t promoted = 0;  // by this process as leader
+  int running = 0;
+  bool leader = false;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();  // stop() if running
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  void register_worker(const std::string& kind, Handler handler);
+  void add_queue(QueueConfig config);
+
+  // Migrates (unless disabled), starts dispatchers, workers, heartbeats and maintenance.
+  void start();
+  // Graceful: stop claiming, let in-flight handlers finish within shutdown_timeout (then
+  // fire their stop tokens and wait for them), flush completions, release the leader lock.
+  // Attempts that could not finish stay open and are rescued later. Idempotent.
+  void stop();
+
+  // Enqueue through the client's store and pool (self-committing).
+  JobId insert(const NewJob& job);
+  std::vector<JobId> insert_many(std::span<const NewJob> jobs);
+
+  QueueStorage& storage();
+  ClientStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace awa

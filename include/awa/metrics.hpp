@@ -1,0 +1,266 @@
+// Metrics: counters, gauges and histograms, exposed in the Prometheus text format 0.0.4.
+//
+//   auto& m = awa::metrics::engine();
+//   m.job_enqueued.with({"emails"}).inc();
+//   awa::metrics::Server server("127.0.0.1", 9464);  // port 0: an ephemeral port
+//   server.start();                                   // GET /metrics, GET /healthz
+//   std::printf("metrics on port %d\n", server.port());
+//
+// A Family is one metric name with fixed label names; with(values) returns the time series
+// for one set of label values, created on first use and never destroyed, so a caller may
+// keep the reference and skip the lookup next time.
+//
+// Thread safety: everything here may be used from any thread. Updating a series is one
+// atomic operation; looking a series up takes a shared lock (an exclusive one only the
+// first time a label set is seen). Exposition reads each value atomically but not all of
+// them at one instant: a scrape racing an update may see a histogram's _sum a step ahead
+// of its buckets (its _count always equals its +Inf bucket).
+//
+// Label values are bounded by what the engine feeds them (queue names, shard numbers,
+// completion states); user code should not put unbounded values (job ids) in labels.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "awa/connection.hpp"
+
+namespace awa::metrics {
+
+// A monotonically increasing count (one time series).
+class Counter {
+ public:
+  void inc(std::uint64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
+  std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+// A value that goes up and down (one time series).
+class Gauge {
+ public:
+  void set(double v) noexcept { value_.store(v, std::memory_order_relaxed); }
+  void inc(double d = 1.0) noexcept { value_.fetch_add(d, std::memory_order_relaxed); }
+  void dec(double d = 1.0) noexcept { value_.fetch_add(-d, std::memory_order_relaxed); }
+  double value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0.0};
+};
+
+// Observations counted into fixed buckets (one time series). Bucket bounds are upper
+// bounds, inclusive, ascending; +Inf is implicit.
+class Histogram {
+ public:
+  explicit Histogram(std::span<const double> bounds);
+  void observe(double v) noexcept;
+
+  struct Snapshot {
+    std::vector<std::uint64_t> cumulative;  // one per bound, then +Inf
+    double sum = 0.0;
+    std::uint64_t count = 0;  // == cumulative.back()
+  };
+  Snapshot snapshot() const;
+  std::span<const double> bounds() const noexcept { return bounds_; }
+
+ private:
+  std::vector<double> bounds_;
+  // Not cumulative: observe() touches one bucket; exposition accumulates.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1
+  std::atomic<double> sum_{0.0};
+};
+
+// Latency buckets in seconds, 0.5 ms .. 10 s.
+inline constexpr double kLatencyBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                             0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
+
+enum class Type { kCounter, kGauge, kHistogram };
+
+class FamilyBase {
+ public:
+  FamilyBase(std::string name, std::string help, Type type, std::vector<std::string> label_names);
+  virtual ~FamilyBase() = default;
+  FamilyBase(const FamilyBase&) = delete;
+  FamilyBase& operator=(const FamilyBase&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& help() const noexcept { return help_; }
+  Type type() const noexcept { return type_; }
+  const std::vector<std::string>& label_names() const noexcept { return label_names_; }
+
+  // Appends HELP, TYPE and every series, ordered by label values.
+  virtual void write(std::string& out) const = 0;
+
+ protected:
+  // Throws InvalidArgument unless `values` has one value per label name.
+  void check_arity(std::size_t values) const;
+
+ private:
+  std::string name_;
+  std::string help_;
+  Type type_;
+  std::vector<std::string> label_names_;
+};
+
+template <class Metric>
+class Family final : public FamilyBase {
+ public:
+  // `bounds` is used by histograms only.
+  Family(std::string name, std::string help, Type type, std::vector<std::string> label_names,
+         std::vector<double> bounds = {})
+      : FamilyBase(std::move(name), std::move(help), type, std::move(label_names)),
+        bounds_(std::move(bounds)) {
+    if (this->label_names().empty()) with({});  // an unlabelled metric shows 0 from the start
+  }
+
+  // The series for these label values (in label-name order). Throws InvalidArgument for
+  // the wrong number of values. The reference stays valid as long as the family.
+  Metric& with(std::initializer_list<std::string_view> values) {
+    return with(std::span<const std::string_view>(values.begin(), values.size()));
+  }
+  Metric& with(std::span<const std::string_view> values) {
+    check_arity(values.size());
+    std::vector<std::string> key(values.begin(), values.end());
+    {
+      std::shared_lock lock(mu_);
+      if (const auto it = series_.find(key); it != series_.end()) return *it->second;
+    }
+    std::unique_lock lock(mu_);
+    auto& slot = series_[std::move(key)];
+    if (!slot) slot = make();
+    return *slot;
+  }
+
+  void write(std::string& out) const override;
+  // Histograms' bucket bounds (empty for other metrics).
+  std::span<const double> bounds() const noexcept { return bounds_; }
+
+ private:
+  std::unique_ptr<Metric> make() const {
+    if constexpr (std::is_same_v<Metric, Histogram>) {
+      return std::make_unique<Histogram>(bounds_);
+    } else {
+      return std::make_unique<Metric>();
+    }
+  }
+
+  std::vector<double> bounds_;
+  mutable std::shared_mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>> series_;  // guarded by mu_
+};
+
+// Defined with the exposition code; declared here so no translation unit instantiates a
+// generic version.
+template <>
+void Family<Counter>::write(std::string& out) const;
+template <>
+void Family<Gauge>::write(std::string& out) const;
+template <>
+void Family<Histogram>::write(std::string& out) const;
+
+extern template class Family<Counter>;
+extern template class Family<Gauge>;
+extern template class Family<Histogram>;
+
+// A set of families. Registering a name again returns the existing family when type,
+// label names (and buckets) match, and throws InvalidArgument otherwise, as it does for a
+// name or label name Prometheus would reject ("le" is reserved for histograms' buckets).
+class Registry {
+ public:
+  Registry() = default;
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  Family<Counter>& counter(const std::string& name, const std::string& help,
+                           std::vector<std::string> label_names = {});
+  Family<Gauge>& gauge(const std::string& name, const std::string& help,
+                       std::vector<std::string> label_names = {});
+  Family<Histogram>& histogram(
+      const std::string& name, const std::string& help, std::vector<std::string> label_names = {},
+      std::span<const double> bounds = std::span<const double>(kLatencyBuckets));
+
+  // The text exposition format 0.0.4, families in registration order.
+  std::string expose() const;
+
+ private:
+  FamilyBase* find(const std::string& name) const;
+
+  mutable std::shared_mutex mu_;
+  std::vector<std::unique_ptr<FamilyBase>> families_;  // guarded by mu_
+};
+
+// The process-wide registry the engine records into and Server serves by default.
+Registry& default_registry();
+
+// The engine's metric families, registered in default_registry() on first call.
+struct EngineMetrics {
+  // awa_job_claimed_total{queue, awa_enqueue_shard}: ADR-025's awa.job.claimed with its
+  // awa.enqueue.shard attribute. Counted by QueueStorage::claim.
+  Family<Counter>& job_claimed;
+  // awa_job_enqueued_total{queue}: rows written by QueueStorage::insert*, counted when
+  // the call returns (in a caller's transaction: even if the caller later rolls back).
+  Family<Counter>& job_enqueued;
+  // awa_job_completed_total{queue, state}: state is the attempt's end state (completed,
+  // retried, failed, dlq, snoozed, cancelled) or "stale". Counted by QueueStorage::complete.
+  Family<Counter>& job_completed;
+  // awa_claim_duration_seconds{queue}: one claim call, empty claims included.
+  Family<Histogram>& claim_duration_seconds;
+  // awa_completion_flush_seconds: one QueueStorage::complete call (one batcher flush);
+  // observed there, so callers of complete() must not observe it again.
+  Family<Histogram>& completion_flush_seconds;
+  // awa_queue_available{queue, priority, awa_enqueue_shard} and awa_queue_lag{...}: set
+  // by refresh_queue_gauges().
+  Family<Gauge>& queue_available;
+  Family<Gauge>& queue_lag;
+  // awa_jobs_running{queue}: handlers running in this process; kept by the runtime.
+  Family<Gauge>& jobs_running;
+};
+EngineMetrics& engine();
+
+// Sets queue_available and queue_lag for every lane of each queue, exact at the time of
+// the call (Admin::queue_shards). One query per queue on `conn`.
+void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
+                          const std::vector<std::string>& queues);
+
+// Appends `value` to `out` escaped as a label value: backslash, double quote, newline.
+void append_escaped_label_value(std::string& out, std::string_view value);
+
+// An HTTP endpoint on its own thread: GET /metrics (the registry's exposition) and
+// GET /healthz ("ok"). Binds only to `address`.
+class Server {
+ public:
+  // Port 0 asks the kernel for a free port; port() tells which after start().
+  // REQUIRES: `registry` outlives the server.
+  explicit Server(std::string address = "127.0.0.1", int port = 0,
+                  Registry& registry = default_registry());
+  ~Server();  // stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and starts serving; returns once requests are accepted. Throws awa::Error when
+  // the address cannot be bound. Calling it on a running server does nothing.
+  void start();
+  // Stops accepting, finishes the request in progress, joins the thread. Idempotent.
+  void stop();
+
+  // The bound port while running (the kernel's pick for port 0); 0 when not running.
+  int port() const noexcept;
+  const std::string& address() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace awa::metrics

@@ -1,0 +1,138 @@
+#include "runtime/maintenance_leader.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "awa/admin.hpp"
+#include "awa/connection.hpp"
+#include "awa/error.hpp"
+#include "schema/sql_catalog.hpp"
+
+namespace awa::runtime {
+namespace {
+
+constexpr std::chrono::milliseconds kMinBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{5000};
+
+}  // namespace
+
+MaintenanceLeader::MaintenanceLeader(MaintenanceOptions options, QueueStorage& store)
+    : options_(std::move(options)),
+      store_(store),
+      try_lock_sql_(sql::file("queries/runtime/try_leader_lock.sql")),
+      release_sql_(sql::file("queries/runtime/release_leader_lock.sql")) {
+  if (options_.batch < 1) throw InvalidArgument("maintenance: batch must be at least 1");
+}
+
+MaintenanceLeader::~MaintenanceLeader() { stop(); }
+
+void MaintenanceLeader::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = false;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void MaintenanceLeader::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MaintenanceLeader::pause(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, d, [&] { return stopping_; });
+}
+
+void MaintenanceLeader::run() {
+  // The public wrapper, so that Admin can use it too; native() for everything else.
+  std::optional<awa::Connection> conn;
+  auto backoff = kMinBackoff;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+    }
+    auto wait = options_.interval;
+    try {
+      if (!conn || !conn->native().ok()) {
+        if (leader_.exchange(false)) spdlog::warn("maintenance: lost leadership (connection lost)");
+        conn.reset();
+        conn.emplace(std::make_unique<pg::Connection>(pg::Connection::connect(options_.connect)));
+      }
+      if (!leader_.load()) {
+        if (conn->native().exec(try_lock_sql_, pg::make_params(options_.schema)).get<bool>(0, 0)) {
+          leader_.store(true);
+          spdlog::info("maintenance: this process is the leader for schema {}", options_.schema);
+        }
+      }
+      if (leader_.load()) round(*conn);
+      backoff = kMinBackoff;
+    } catch (const std::exception& e) {
+      // A broken connection takes the session lock with it; any other failure (a
+      // statement error) leaves the lock held, and the next round tries again.
+      if (!conn || !conn->native().ok()) {
+        if (leader_.exchange(false))
+          spdlog::warn("maintenance: lost leadership: {}", e.what());
+        else
+          spdlog::warn("maintenance: {}", e.what());
+        conn.reset();
+      } else {
+        spdlog::warn("maintenance round failed: {}", e.what());
+      }
+      wait = backoff;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+    }
+    if (!pause(wait)) break;
+  }
+  if (conn && leader_.load()) {
+    try {
+      conn->native().exec(release_sql_, pg::make_params(options_.schema));
+    } catch (const std::exception& e) {
+      spdlog::warn("maintenance: releasing the leader lock: {} (closing releases it)", e.what());
+    }
+    spdlog::info("maintenance: released leadership for schema {}", options_.schema);
+  }
+  leader_.store(false);
+  conn.reset();
+}
+
+void MaintenanceLeader::round(awa::Connection& conn) {
+  // Rescue first: rescued jobs land in deferred_jobs due now, and the promotion below
+  // then puts them back on ready in the same round.
+  for (;;) {
+    const auto rescued = store_.rescue(conn.native(), options_.stale_after, options_.batch);
+    if (!rescued.empty()) {
+      rescued_.fetch_add(rescued.size(), std::memory_order_relaxed);
+      spdlog::info("maintenance: rescued {} stale attempts (first: job {} {}: {})", rescued.size(),
+                   rescued.front().job_id, rescued.front().state, rescued.front().why);
+    }
+    if (static_cast<int>(rescued.size()) < options_.batch) break;
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+  }
+  for (;;) {
+    const int n = store_.promote_due(conn.native(), options_.batch);
+    promoted_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    if (n < options_.batch) break;
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (last_purge_ == std::chrono::steady_clock::time_point{} ||
+      now - last_purge_ >= options_.purge_interval) {
+    last_purge_ = now;
+    const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
+    if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+  }
+}
+
+}  // namespace awa::runtime

@@ -1,0 +1,86 @@
+// Maintenance leader (DESIGN.md §8): one process per schema rescues stale attempts,
+// promotes due deferred jobs and purges old dead letters.
+//
+// Election is a session-level advisory lock (sql/queries/runtime/try_leader_lock.sql)
+// held on a dedicated connection that this class owns; the maintenance statements run on
+// that same connection, so losing the connection and losing leadership are one event.
+// A non-leader retries the lock every interval. A broken connection drops leadership and
+// is reopened with exponential backoff (100 ms .. 5 s); nothing here ever throws out of
+// the thread.
+//
+// Every round, while leader: rescue (until a call returns fewer than its limit), then
+// promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
+// same round usually promotes them — then, at most once per purge interval, purge the DLQ.
+//
+// Thread safety: start()/stop() from one thread; leader() and the counters from any.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "awa/connection.hpp"
+#include "awa/queue_storage.hpp"
+#include "pg/connection.hpp"
+
+namespace awa::runtime {
+
+struct MaintenanceOptions {
+  pg::ConnectOptions connect;
+  std::string schema = "awa";
+  // Round period, and how often a non-leader retries the lock. Default: 1 s.
+  std::chrono::milliseconds interval{1000};
+  // Attempts whose heartbeat is older than this are rescued. Default: 90 s.
+  std::chrono::milliseconds stale_after{90000};
+  // Dead letters older than this are purged. Default: 7 days.
+  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 7)};
+  // How often the DLQ purge runs (it scans dlq_entries). Default: 60 s.
+  std::chrono::milliseconds purge_interval{60000};
+  // Rows per rescue / promote call. Default: 1000.
+  int batch = 1000;
+};
+
+class MaintenanceLeader {
+ public:
+  // `store` must outlive this object.
+  MaintenanceLeader(MaintenanceOptions options, QueueStorage& store);
+  ~MaintenanceLeader();  // stop()
+  MaintenanceLeader(const MaintenanceLeader&) = delete;
+  MaintenanceLeader& operator=(const MaintenanceLeader&) = delete;
+
+  void start();
+  // Releases the lock, closes the connection and joins the thread. Idempotent.
+  void stop();
+
+  bool leader() const noexcept { return leader_.load(std::memory_order_relaxed); }
+  std::uint64_t rescued() const noexcept { return rescued_.load(std::memory_order_relaxed); }
+  std::uint64_t promoted() const noexcept { return promoted_.load(std::memory_order_relaxed); }
+
+ private:
+  void run();
+  // One maintenance round on the leader's connection.
+  void round(awa::Connection& conn);
+  // Waits up to `d` or until stop(); returns false when stopping.
+  bool pause(std::chrono::milliseconds d);
+
+  const MaintenanceOptions options_;
+  QueueStorage& store_;
+  const std::string try_lock_sql_;
+  const std::string release_sql_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+
+  std::atomic<bool> leader_{false};
+  std::atomic<std::uint64_t> rescued_{0};
+  std::atomic<std::uint64_t> promoted_{0};
+  std::chrono::steady_clock::time_point last_purge_{};  // maintenance thread only
+};
+
+}  // namespace awa::runtime

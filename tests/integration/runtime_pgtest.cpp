@@ -1,0 +1,499 @@
+// The worker runtime (awa::Client, `awa work`) end to end: dispatch over shards, handler
+// outcomes, cancellation, graceful shutdown, crash rescue, leader fail-over and pickup
+// latency (docs/runtime.md).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "awa/admin.hpp"
+#include "awa/client.hpp"
+#include "awa/connection.hpp"
+#include "storage_support.hpp"
+
+extern char** environ;
+
+namespace awa::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Polls `pred` until it holds or `timeout` passes. The pause only paces the polling; the
+// outcome never depends on it.
+template <class Pred>
+bool eventually(Pred pred, milliseconds timeout, milliseconds step = milliseconds(20)) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+// An `awa work` child process; SIGKILLed and reaped on destruction whatever happens, and
+// its output printed when the test failed.
+class WorkerProcess {
+ public:
+  WorkerProcess(const std::string& schema, std::vector<std::string> args)
+      : log_path_(::testing::TempDir() + "awa_work_" + schema + "_" + std::to_string(counter_++) +
+                  ".log") {
+    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema, "work"};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : argv_s) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    // DATABASE_URL is inherited from the test's environment.
+    const int rc = posix_spawn(&pid_, AWA_CLI_PATH, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
+  }
+  ~WorkerProcess() {
+    kill9();
+    if (::testing::Test::HasFailure()) std::cerr << "--- " << log_path_ << ":\n" << log();
+  }
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  // Sends SIGTERM and waits (bounded) for a graceful exit; returns the exit code or -1.
+  int terminate(milliseconds timeout) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    const bool exited = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
+                                   timeout, milliseconds(10));
+    if (!exited) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string log() const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  static inline std::atomic<int> counter_{0};
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+class RuntimeTest : public StorageTest {
+ protected:
+  ClientOptions options() const {
+    ClientOptions o;
+    o.database_url = database_url();
+    o.schema = schema_;
+    o.heartbeat_interval = milliseconds(200);
+    o.stale_after = seconds(30);
+    o.maintenance_interval = milliseconds(100);
+    o.application_name = "awa_tests_runtime";
+    return o;
+  }
+
+  QueueConfig queue(const std::string& name, int workers) const {
+    QueueConfig q;
+    q.name = name;
+    q.max_workers = workers;
+    return q;
+  }
+
+  std::vector<JobId> enqueue(const std::string& q, int n, const std::string& kind = "noop",
+                             const nlohmann::json& args = nlohmann::json::object(),
+                             int max_attempts = 25) {
+    std::vector<JobId> ids;
+    for (int done = 0; done < n;) {
+      const int k = std::min(500, n - done);
+      InsertOpts o = on_queue(q);
+      o.max_attempts = max_attempts;
+      std::vector<NewJob> jobs(static_cast<std::size_t>(k), NewJob(kind, args, o));
+      const auto got = store_->insert_many_copy(conn(), jobs);
+      ids.insert(ids.end(), got.begin(), got.end());
+      done += k;
+    }
+    return ids;
+  }
+
+  // Terminal rows: completed, failed, cancelled, dlq ('retried', 'snoozed' and 'rescued'
+  // rows close an attempt, not the job).
+  std::int64_t terminal(const std::string& where = "true") {
+    return count(
+        "SELECT count(*) FROM done_entries WHERE state IN ('completed','failed','cancelled','dlq') "
+        "AND " +
+        where);
+  }
+
+  // The os pid of the `awa work` process holding this schema's leader lock, or 0.
+  int leader_os_pid() {
+    const auto r = conn().query(
+        "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 1279607108 "
+        "AND l.objsubid = 2 AND l.classid = hashtext($1)::oid "
+        "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        schema_);
+    if (r.rows() == 0) return 0;
+    const auto app = r.get<std::string>(0, 0);
+    const std::string prefix = "awa-work-";
+    if (app.rfind(prefix, 0) != 0) return -1;  // held by something else (an in-process client)
+    return std::stoi(app.substr(prefix.size()));
+  }
+};
+
+TEST_F(RuntimeTest, TenThousandJobsOverFourShardsFinishExactlyOnce) {
+  set_shards("bulk", 4);
+  enqueue("bulk", 5000);
+  ClientOptions o = options();
+  o.max_workers = 16;
+  Client client(o);
+  std::atomic<int> handled{0};
+  client.register_worker("noop", [&](JobContext&) {
+    ++handled;
+    return JobResult::completed();
+  });
+  client.add_queue(queue("bulk", 16));
+  client.start();
+  enqueue("bulk", 5000);  // the second half arrives while the runtime runs (notifications)
+  ASSERT_TRUE(eventually([&] { return client.stats().completed >= 10000; }, seconds(120)))
+      << "completed " << client.stats().completed;
+  client.stop();
+  const auto s = client.stats();
+  EXPECT_EQ(s.claimed, 10000U);
+  EXPECT_EQ(s.completed, 10000U);
+  EXPECT_EQ(s.stale_completions, 0U);
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(handled.load(), 10000);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 10000);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries"), 10000);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 10000);
+  EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM done_entries"), 4);
+}
+
+TEST_F(RuntimeTest, HandlerOutcomesAreRecorded) {
+  Client client(options());
+  client.register_worker("throws", [](JobContext&) -> JobResult {
+    throw std::runtime_error("kaboom from the handler");
+  });
+  client.register_worker("terminal",
+                         [](JobContext&) { return JobResult::failed("nope, never", false); });
+  client.register_worker("snooze",
+                         [](JobContext&) { return JobResult::snooze(std::chrono::hours(1)); });
+  client.add_queue(queue("outcomes", 4));
+  const auto thrown = enqueue("outcomes", 1, "throws").at(0);
+  const auto failed = enqueue("outcomes", 1, "terminal").at(0);
+  const auto snoozed = enqueue("outcomes", 1, "snooze").at(0);
+  const auto unknown = enqueue("outcomes", 1, "no_such_kind").at(0);
+  client.start();
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = client.stats();
+        return s.retried >= 1 && s.failed >= 2 && s.snoozed >= 1;
+      },
+      seconds(20)));
+  client.stop();
+
+  // The throw is a retryable failure: back to deferred_jobs with the message kept.
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
+                              "'retried' AND error = 'kaboom from the handler'",
+                              thrown)),
+            1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM deferred_jobs WHERE job_id = {} AND "
+                              "errors::text LIKE '%kaboom from the handler%'",
+                              thrown)),
+            1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
+                              "'failed' AND error = 'nope, never'",
+                              failed)),
+            1);
+  EXPECT_EQ(
+      count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'snoozed'",
+                        snoozed)),
+      1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM deferred_jobs WHERE job_id = {}", snoozed)), 1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
+                              "'failed' AND error = 'no worker registered for kind no_such_kind'",
+                              unknown)),
+            1);
+}
+
+TEST_F(RuntimeTest, CancelFiresTheRunningHandlersStopToken) {
+  Client client(options());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  std::atomic<bool> saw_stop{false};
+  client.register_worker("wait", [&](JobContext& job) {
+    {
+      std::lock_guard lock(mu);
+      started = true;
+    }
+    cv.notify_all();
+    std::mutex m;
+    std::condition_variable_any w;
+    std::unique_lock lock(m);
+    // Bounded: a missing cancel fails the test instead of hanging it.
+    saw_stop = w.wait_for(lock, job.stop_token(), seconds(20), [] { return false; }) ||
+               job.stop_token().stop_requested();
+    return JobResult::completed();
+  });
+  client.add_queue(queue("cancel", 2));
+  const auto id = enqueue("cancel", 1, "wait").at(0);
+  client.start();
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, seconds(10), [&] { return started; }));
+  }
+  auto admin_conn = awa::Connection::connect(database_url());
+  EXPECT_EQ(Admin(schema_).cancel_job(admin_conn, id), "running");
+  ASSERT_TRUE(eventually([&] { return saw_stop.load(); }, seconds(5)));
+  ASSERT_TRUE(eventually([&] { return client.stats().stale_completions >= 1; }, seconds(5)));
+  client.stop();
+  EXPECT_EQ(terminal(fmt::format("job_id = {}", id)), 1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {}", id)), 1);
+  EXPECT_EQ(count(fmt::format(
+                "SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'cancelled'", id)),
+            1);
+}
+
+TEST_F(RuntimeTest, SetProgressMaterialisesALeaseWithTheProgress) {
+  Client client(options());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reported = false;
+  bool release = false;
+  client.register_worker("progress", [&](JobContext& job) {
+    job.set_progress(50, "half way");
+    std::unique_lock lock(mu);
+    reported = true;
+    cv.notify_all();
+    cv.wait_for(lock, seconds(20), [&] { return release; });  // bounded
+    return JobResult::completed();
+  });
+  client.add_queue(queue("progress", 1));
+  const auto id = enqueue("progress", 1, "progress").at(0);
+  client.start();
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, seconds(10), [&] { return reported; }));
+  }
+  EXPECT_EQ(
+      count(fmt::format("SELECT count(*) FROM leases WHERE job_id = {} AND "
+                        "progress = '{{\"percent\": 50.0, \"message\": \"half way\"}}'::jsonb",
+                        id)),
+      1);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(eventually([&] { return client.stats().completed == 1; }, seconds(10)));
+  client.stop();
+  EXPECT_EQ(terminal(fmt::format("job_id = {} AND state = 'completed'", id)), 1);
+}
+
+// Sleeps `ms`, returning early (retryable) when the stop token fires.
+JobResult sleep_handler(JobContext& job, milliseconds ms) {
+  std::mutex m;
+  std::condition_variable_any w;
+  std::unique_lock lock(m);
+  if (w.wait_for(lock, job.stop_token(), ms, [] { return false; }) ||
+      job.stop_token().stop_requested())
+    return JobResult::failed("interrupted", true);
+  return JobResult::completed();
+}
+
+TEST_F(RuntimeTest, GracefulShutdownUnderLoadLosesNothing) {
+  constexpr int kJobs = 2000;
+  const auto ids = enqueue("graceful", kJobs, "sleep");
+  ClientOptions o = options();
+  o.stale_after = milliseconds(500);
+  o.heartbeat_interval = milliseconds(100);
+  o.maintenance_interval = milliseconds(100);
+  {
+    Client first(o);
+    first.register_worker("sleep", [](JobContext& j) { return sleep_handler(j, milliseconds(5)); });
+    first.add_queue(queue("graceful", 16));
+    first.start();
+    ASSERT_TRUE(eventually([&] { return first.stats().completed >= 300; }, seconds(60)));
+    first.stop();  // mid-run: in-flight handlers finish, completions flush
+    const auto s = first.stats();
+    EXPECT_LT(s.completed, static_cast<std::uint64_t>(kJobs));
+    EXPECT_EQ(s.running, 0);
+    // Every handler that ran reported, and every report reached the database.
+    EXPECT_EQ(s.claimed, s.completed + s.retried + s.stale_completions);
+  }
+  {
+    Client second(o);
+    second.register_worker("sleep",
+                           [](JobContext& j) { return sleep_handler(j, milliseconds(5)); });
+    second.add_queue(queue("graceful", 16));
+    second.start();
+    ASSERT_TRUE(eventually([&] { return terminal() >= kJobs; }, seconds(90)))
+        << "terminal " << terminal();
+    second.stop();
+  }
+  EXPECT_EQ(terminal(), kJobs);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries WHERE state IN "
+                  "('completed','failed','cancelled','dlq')"),
+            kJobs);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), kJobs);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
+  EXPECT_EQ(static_cast<std::int64_t>(ids.size()), kJobs);
+}
+
+TEST_F(RuntimeTest, KilledWorkerProcessJobsAreRescuedAndCompletedOnce) {
+  constexpr int kJobs = 40;
+  enqueue("killed", kJobs, "sleep", nlohmann::json{{"ms", 300}});
+  {
+    WorkerProcess victim(schema_, {"--queue", "killed:8", "--heartbeat-ms", "100", "--stale-ms",
+                                   "1000", "--maintenance-ms", "100", "--no-maintenance"});
+    ASSERT_TRUE(
+        eventually([&] { return count("SELECT count(*) FROM lease_claims") >= 8; }, seconds(30)))
+        << victim.log();
+    victim.kill9();
+  }
+  const auto open_at_kill = count(
+      "SELECT count(*) FROM lease_claims lc WHERE NOT EXISTS (SELECT 1 FROM done_entries d "
+      "WHERE d.job_id = lc.job_id AND d.run_lease = lc.run_lease)");
+  EXPECT_GT(open_at_kill, 0);
+
+  ClientOptions o = options();
+  o.stale_after = milliseconds(1000);
+  o.heartbeat_interval = milliseconds(100);
+  Client rescuer(o);
+  rescuer.register_worker("sleep", [](JobContext& j) {
+    return sleep_handler(j, milliseconds(j.args().value("ms", 0)));
+  });
+  rescuer.add_queue(queue("killed", 16));
+  rescuer.start();
+  ASSERT_TRUE(eventually([&] { return terminal() >= kJobs; }, seconds(60)))
+      << "terminal " << terminal();
+  rescuer.stop();
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), kJobs);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries WHERE state = 'completed'"),
+            kJobs);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'rescued'"), open_at_kill);
+  EXPECT_EQ(rescuer.stats().rescued, static_cast<std::uint64_t>(open_at_kill));
+}
+
+TEST_F(RuntimeTest, LeaderFailOverPromotesAndRescues) {
+  const std::vector<std::string> args{"--queue",    "failover:4", "--heartbeat-ms",   "100",
+                                      "--stale-ms", "1000",       "--maintenance-ms", "100"};
+  WorkerProcess a(schema_, args);
+  WorkerProcess b(schema_, args);
+  int leader = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        leader = leader_os_pid();
+        return leader > 0;
+      },
+      seconds(30)));
+  ASSERT_TRUE(leader == a.pid() || leader == b.pid()) << leader;
+  WorkerProcess& old_leader = leader == a.pid() ? a : b;
+  WorkerProcess& survivor = leader == a.pid() ? b : a;
+  old_leader.kill9();
+
+  // Work only a leader can move: a scheduled job (promotion), and an attempt left open by
+  // a claimer that went away (rescue; "orphan" has no workers, so it stays rescued).
+  InsertOpts later = on_queue("failover");
+  later.run_at = std::chrono::system_clock::now() + seconds(1);
+  const auto scheduled =
+      store_
+          ->insert_many(conn(),
+                        std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), later)})
+          .at(0);
+  const auto orphan = enqueue("orphan", 1).at(0);
+  ASSERT_EQ(store_->claim(conn(), "orphan").size(), 1U);
+
+  ASSERT_TRUE(eventually([&] { return leader_os_pid() == survivor.pid(); }, seconds(30)))
+      << "leader " << leader_os_pid();
+  ASSERT_TRUE(eventually(
+      [&] { return terminal(fmt::format("job_id = {} AND state = 'completed'", scheduled)) == 1; },
+      seconds(30)));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return count(fmt::format(
+                   "SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'rescued'",
+                   orphan)) == 1;
+      },
+      seconds(30)));
+  EXPECT_EQ(survivor.terminate(seconds(20)), 0) << survivor.log();
+}
+
+TEST_F(RuntimeTest, IdleWorkerPicksUpNewJobsQuickly) {
+  constexpr int kJobs = 200;
+  std::mutex mu;
+  std::map<JobId, Clock::time_point> started;  // guarded by mu
+  Client client(options());
+  client.register_worker("noop", [&](JobContext& job) {
+    const auto now = Clock::now();
+    std::lock_guard lock(mu);
+    started.emplace(job.job_id(), now);
+    return JobResult::completed();
+  });
+  client.add_queue(queue("pickup", 8));  // poll interval 1 s: only notifications are fast
+  client.start();
+  std::map<JobId, Clock::time_point> committed;
+  for (int i = 0; i < kJobs; ++i) {
+    const auto id = store_->insert_many(
+        conn(), std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), on_queue("pickup"))});
+    committed.emplace(id.at(0), Clock::now());
+    // Paces the producer like an interactive one (5..10 ms apart); not for correctness.
+    std::this_thread::sleep_for(milliseconds(5 + i % 6));
+  }
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard lock(mu);
+        return started.size() >= static_cast<std::size_t>(kJobs);
+      },
+      seconds(30)));
+  client.stop();
+  std::vector<double> lat_ms;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [id, t] : committed) {
+      // The handler may start before the producer sees its commit acknowledged.
+      lat_ms.push_back(
+          std::max(0.0, std::chrono::duration<double, std::milli>(started.at(id) - t).count()));
+    }
+  }
+  std::sort(lat_ms.begin(), lat_ms.end());
+  const auto pct = [&](double p) {
+    return lat_ms[std::min(lat_ms.size() - 1,
+                           static_cast<std::size_t>(p * static_cast<double>(lat_ms.size())))];
+  };
+  std::printf(
+      "idle pickup latency over %d jobs: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+      kJobs, pct(0.50), pct(0.95), pct(0.99), lat_ms.back());
+  EXPECT_LT(pct(0.95), 50.0);
+}
+
+}  // namespace
+}  // namespace awa::testing
