@@ -74,6 +74,27 @@ std::string tags_literal(const std::vector<std::string>& tags) {
   return std::move(a).finish();
 }
 
+// The ordering key, metadata and tags of one job as elements of their batch arrays
+// (NULL when absent), shared by the ready and the scheduled insert.
+void add_optional_columns(const NewJob& j, storage::ArrayLiteral& keys, storage::ArrayLiteral& meta,
+                          storage::ArrayLiteral& tags) {
+  if (j.opts.ordering_key) {
+    keys.add_bytea(*j.opts.ordering_key);
+  } else {
+    keys.add_null();
+  }
+  if (j.opts.metadata.is_null()) {
+    meta.add_null();
+  } else {
+    meta.add(j.opts.metadata.dump());
+  }
+  if (j.opts.tags.empty()) {
+    tags.add_null();
+  } else {
+    tags.add(tags_literal(j.opts.tags));
+  }
+}
+
 // "{1,2,3}" -> ids
 std::vector<JobId> parse_int_array(std::string_view text) {
   std::vector<JobId> out;
@@ -209,21 +230,7 @@ struct QueueStorage::Impl {
       } else {
         run_at.add_null();
       }
-      if (j.opts.ordering_key) {
-        keys.add_bytea(*j.opts.ordering_key);
-      } else {
-        keys.add_null();
-      }
-      if (j.opts.metadata.is_null()) {
-        meta.add_null();
-      } else {
-        meta.add(j.opts.metadata.dump());
-      }
-      if (j.opts.tags.empty()) {
-        tags.add_null();
-      } else {
-        tags.add(tags_literal(j.opts.tags));
-      }
+      add_optional_columns(j, keys, meta, tags);
     }
     return pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
                            static_cast<std::int64_t>(lane.rows.size()), std::move(kinds).finish(),
@@ -242,21 +249,7 @@ struct QueueStorage::Impl {
       args.add(j.args_json);
       attempts.add(static_cast<std::int64_t>(j.opts.max_attempts));
       run_at.add(format_timestamp(*j.opts.run_at));
-      if (j.opts.ordering_key) {
-        keys.add_bytea(*j.opts.ordering_key);
-      } else {
-        keys.add_null();
-      }
-      if (j.opts.metadata.is_null()) {
-        meta.add_null();
-      } else {
-        meta.add(j.opts.metadata.dump());
-      }
-      if (j.opts.tags.empty()) {
-        tags.add_null();
-      } else {
-        tags.add(tags_literal(j.opts.tags));
-      }
+      add_optional_columns(j, keys, meta, tags);
     }
     return pg::make_params(
         std::move(queues).finish(), std::move(prios).finish(), std::move(kinds).finish(),
