@@ -108,7 +108,49 @@ std::chrono::nanoseconds drain_fleet(int claimers, int total, const std::string&
   return elapsed;
 }
 
-Cell run_textbook(pg::Connection& admin, const Options& o, std::int64_t& client_commits) {
+// One claim step of a drainer: rows taken, the claim's latency, transactions committed.
+struct StepResult {
+  int rows;
+  double claim_ms;
+  int transactions;
+};
+
+// Drains with `o.claimers` fresh connections running step(conn) until o.jobs rows are
+// gone, and measures the cell: throughput, WAL and commits per job, claim latency.
+template <class Step>
+Cell measure_drain(pg::Connection& admin, const Options& o, const ScopedSchema& schema, Step step) {
+  std::vector<pg::Connection> conns;
+  for (int i = 0; i < o.claimers; ++i) {
+    conns.push_back(connect("awa_bench_drain", kStatementTimeout));
+  }
+  flush_stats(admin);
+  const auto wal0 = wal_lsn_bytes(admin);
+  const auto commits0 = xact_commits(admin);
+  std::mutex mu;
+  std::vector<double> claim_ms;
+  std::atomic<std::int64_t> txns{0};
+  const auto elapsed =
+      drain_fleet(o.claimers, o.jobs, schema.quoted(), conns, [&](int, pg::Connection& c) {
+        const StepResult r = step(c);
+        txns += r.transactions;
+        std::lock_guard lock(mu);
+        claim_ms.push_back(r.claim_ms);
+        return r.rows;
+      });
+  const auto wal1 = wal_lsn_bytes(admin);
+  const auto commits1 = xact_commits(admin);
+  Cell cell;
+  const double secs = std::chrono::duration<double>(elapsed).count();
+  cell.jobs_per_s = o.jobs / secs;
+  cell.wal_bytes_per_job = static_cast<double>(wal1 - wal0) / o.jobs;
+  cell.commits_per_job = static_cast<double>(commits1 - commits0) / o.jobs;
+  cell.client_commits_per_job = static_cast<double>(txns.load()) / o.jobs;
+  cell.claim_p50_ms = percentile(claim_ms, 0.50);
+  cell.claim_p99_ms = percentile(claim_ms, 0.99);
+  return cell;
+}
+
+Cell run_textbook(pg::Connection& admin, const Options& o) {
   ScopedSchema schema(admin, unique_schema_name("drain_tb"));
   admin.exec(fmt::format(
       "CREATE TABLE {0}.jobs (id bigserial PRIMARY KEY, queue text NOT NULL, priority smallint "
@@ -127,40 +169,14 @@ Cell run_textbook(pg::Connection& admin, const Options& o, std::int64_t& client_
     copy.finish();
   }
   admin.exec(fmt::format("VACUUM ANALYZE {}.jobs", schema.quoted()));
-  std::vector<pg::Connection> conns;
-  for (int i = 0; i < o.claimers; ++i)
-    conns.push_back(connect("awa_bench_drain", kStatementTimeout));
-  flush_stats(admin);
-  const auto wal0 = wal_lsn_bytes(admin);
-  const auto commits0 = xact_commits(admin);
-  std::mutex mu;
-  std::vector<double> claim_ms;
-  std::atomic<std::int64_t> txns{0};
   const std::string del =
       "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY priority, id "
       "FOR UPDATE SKIP LOCKED LIMIT 100) RETURNING *";
-  const auto elapsed =
-      drain_fleet(o.claimers, o.jobs, schema.quoted(), conns, [&](int, pg::Connection& c) {
-        const auto t0 = Clock::now();
-        const int n = c.exec_cached(del, {}).rows();
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        ++txns;
-        std::lock_guard lock(mu);
-        claim_ms.push_back(ms);
-        return n;
-      });
-  const auto wal1 = wal_lsn_bytes(admin);
-  const auto commits1 = xact_commits(admin);
-  client_commits = txns.load();
-  Cell cell;
-  const double secs = std::chrono::duration<double>(elapsed).count();
-  cell.jobs_per_s = o.jobs / secs;
-  cell.wal_bytes_per_job = static_cast<double>(wal1 - wal0) / o.jobs;
-  cell.commits_per_job = static_cast<double>(commits1 - commits0) / o.jobs;
-  cell.client_commits_per_job = static_cast<double>(txns.load()) / o.jobs;
-  cell.claim_p50_ms = percentile(claim_ms, 0.50);
-  cell.claim_p99_ms = percentile(claim_ms, 0.99);
-  return cell;
+  return measure_drain(admin, o, schema, [&](pg::Connection& c) {
+    const auto t0 = Clock::now();
+    const int n = c.exec_cached(del, {}).rows();
+    return StepResult{n, std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), 1};
+  });
 }
 
 Cell run_queue(pg::Connection& admin, const Options& o, int shards) {
@@ -185,38 +201,20 @@ Cell run_queue(pg::Connection& admin, const Options& o, int shards) {
     }
   }
   admin.exec(fmt::format("VACUUM ANALYZE {}.ready_entries", schema.quoted()));
-  std::vector<pg::Connection> conns;
-  for (int i = 0; i < o.claimers; ++i)
-    conns.push_back(connect("awa_bench_drain", kStatementTimeout));
-  flush_stats(admin);
-  const auto wal0 = wal_lsn_bytes(admin);
-  const auto commits0 = xact_commits(admin);
-  std::mutex mu;
-  std::vector<double> claim_ms;
-  std::atomic<std::int64_t> txns{0};
   std::atomic<std::int64_t> stale{0};
   QueueStorage::ClaimOptions co;
   co.max_batch = o.claim_batch;
-  const auto elapsed =
-      drain_fleet(o.claimers, o.jobs, schema.quoted(), conns, [&](int, pg::Connection& c) {
-        const auto t0 = Clock::now();
-        const auto claimed = store.claim(c, std::string(kQueue), co);
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        ++txns;
-        {
-          std::lock_guard lock(mu);
-          claim_ms.push_back(ms);
-        }
-        if (claimed.empty()) return 0;
-        std::vector<Completion> done;
-        done.reserve(claimed.size());
-        for (const auto& e : claimed) done.push_back(Completion::of(e, Outcome::kCompleted));
-        for (const auto& r : store.complete(c, done)) stale += r.stale() ? 1 : 0;
-        ++txns;
-        return static_cast<int>(claimed.size());
-      });
-  const auto wal1 = wal_lsn_bytes(admin);
-  const auto commits1 = xact_commits(admin);
+  const Cell cell = measure_drain(admin, o, schema, [&](pg::Connection& c) {
+    const auto t0 = Clock::now();
+    const auto claimed = store.claim(c, std::string(kQueue), co);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (claimed.empty()) return StepResult{0, ms, 1};
+    std::vector<Completion> done;
+    done.reserve(claimed.size());
+    for (const auto& e : claimed) done.push_back(Completion::of(e, Outcome::kCompleted));
+    for (const auto& r : store.complete(c, done)) stale += r.stale() ? 1 : 0;
+    return StepResult{static_cast<int>(claimed.size()), ms, 2};
+  });
   const auto completed =
       admin
           .exec(fmt::format("SELECT count(*) FROM {}.done_entries WHERE state = 'completed'",
@@ -226,14 +224,6 @@ Cell run_queue(pg::Connection& admin, const Options& o, int shards) {
     throw std::runtime_error(fmt::format("drain S={}: {} completed of {}, {} stale", shards,
                                          completed, o.jobs, stale.load()));
   }
-  Cell cell;
-  const double secs = std::chrono::duration<double>(elapsed).count();
-  cell.jobs_per_s = o.jobs / secs;
-  cell.wal_bytes_per_job = static_cast<double>(wal1 - wal0) / o.jobs;
-  cell.commits_per_job = static_cast<double>(commits1 - commits0) / o.jobs;
-  cell.client_commits_per_job = static_cast<double>(txns.load()) / o.jobs;
-  cell.claim_p50_ms = percentile(claim_ms, 0.50);
-  cell.claim_p99_ms = percentile(claim_ms, 0.99);
   return cell;
 }
 
@@ -262,8 +252,7 @@ int run(const Options& o) {
   std::vector<Cell> textbook;
   std::map<int, std::vector<Cell>> queue;
   for (int r = 0; r < o.runs; ++r) {
-    std::int64_t tb_commits = 0;
-    textbook.push_back(run_textbook(admin, o, tb_commits));
+    textbook.push_back(run_textbook(admin, o));
     fmt::print("run {}: textbook {} jobs/s\n", r + 1, thousands(textbook.back().jobs_per_s));
     for (const int s : o.shards) {
       queue[s].push_back(run_queue(admin, o, s));
