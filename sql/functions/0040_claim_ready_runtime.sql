@@ -34,6 +34,7 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_slots      smallint[];
+    v_slot       smallint;
     v_claim_slot smallint;
     v_aging_s    double precision;
     v_priority   smallint;
@@ -55,7 +56,19 @@ BEGIN
     IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
         v_aging_s := NULL;
     END IF;
+    -- The ready slot is a plain parameter in the statements below, which PostgreSQL prunes
+    -- once at executor start-up. Taking it from unnest() (one lateral probe per live
+    -- slot) made it a per-row parameter that re-prunes at run time and initialises every
+    -- ready partition on every call: a 32-row claim measured 1.4 ms that way, 0.6 ms
+    -- this way. Until ring rotation exists there is exactly one live slot; a ring with
+    -- several needs a merge across slots here (rows of one lane may sit in several
+    -- slots, not in slot order), so refuse rather than claim out of order.
     v_slots := {schema}.ring_live_slots('queue');
+    IF cardinality(v_slots) <> 1 THEN
+        RAISE EXCEPTION 'claim_ready_runtime: % live ready slots; only one is supported until ring rotation is implemented',
+            cardinality(v_slots) USING ERRCODE = '0A000';
+    END IF;
+    v_slot := v_slots[1];
     SELECT r.current_slot INTO v_claim_slot FROM {schema}.ring_state r WHERE r.ring = 'claim';
 
     -- A lane whose visible head turns out to be only tombstones, or that another claimer
@@ -68,19 +81,14 @@ BEGIN
         FROM {schema}.queue_claim_heads AS claims
         JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
         CROSS JOIN LATERAL (
-            SELECT h.run_at
-            FROM unnest(v_slots) AS s(slot)
-            CROSS JOIN LATERAL (
-                SELECT r.run_at, r.lane_seq
-                FROM {schema}.ready_entries r
-                WHERE r.ready_slot = s.slot
-                  AND r.queue = claims.queue
-                  AND r.priority = claims.priority
-                  AND r.enqueue_shard = claims.enqueue_shard
-                  AND r.lane_seq >= claims.claim_seq
-                ORDER BY r.lane_seq
-                LIMIT 1) h
-            ORDER BY h.lane_seq
+            SELECT r.run_at
+            FROM {schema}.ready_entries r
+            WHERE r.ready_slot = v_slot
+              AND r.queue = claims.queue
+              AND r.priority = claims.priority
+              AND r.enqueue_shard = claims.enqueue_shard
+              AND r.lane_seq >= claims.claim_seq
+            ORDER BY r.lane_seq
             LIMIT 1) AS head
         WHERE claims.queue = p_queue
         ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
@@ -103,19 +111,14 @@ BEGIN
 
         RETURN QUERY
         WITH picked AS MATERIALIZED (
-            SELECT p.*
-            FROM unnest(v_slots) AS s(slot)
-            CROSS JOIN LATERAL (
-                SELECT r.*
-                FROM {schema}.ready_entries r
-                WHERE r.ready_slot = s.slot
-                  AND r.queue = p_queue
-                  AND r.priority = v_priority
-                  AND r.enqueue_shard = v_shard
-                  AND r.lane_seq >= v_cursor
-                ORDER BY r.lane_seq
-                LIMIT p_max_batch) p
-            ORDER BY p.lane_seq
+            SELECT r.*
+            FROM {schema}.ready_entries r
+            WHERE r.ready_slot = v_slot
+              AND r.queue = p_queue
+              AND r.priority = v_priority
+              AND r.enqueue_shard = v_shard
+              AND r.lane_seq >= v_cursor
+            ORDER BY r.lane_seq
             LIMIT p_max_batch),
         live AS MATERIALIZED (
             SELECT p.*

@@ -274,6 +274,21 @@ TEST_F(ClaimTest, CrashBeforeCommitLosesNothingAndCrashAfterCommitDuplicatesNoth
   EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM lease_claims"), 6);
 }
 
+TEST_F(ClaimTest, SeveralLiveReadySlotsAreRefusedNotClaimedOutOfOrder) {
+  // Guards the one-live-slot assumption of claim_ready_runtime (ring rotation does not
+  // exist yet): with two live slots it must refuse, not claim without merging them.
+  enqueue("ring", 1);
+  conn().exec("UPDATE ring_state SET current_slot = 1 WHERE ring = 'queue'");
+  try {
+    store_->claim(conn(), "ring");
+    FAIL() << "claimed with two live ready slots";
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(e.sqlstate(), "0A000");
+  }
+  conn().exec("UPDATE ring_state SET current_slot = 0 WHERE ring = 'queue'");
+  EXPECT_EQ(store_->claim(conn(), "ring").size(), 1U);
+}
+
 TEST_F(ClaimTest, PausedQueueReturnsNothing) {
   enqueue("p", 2);
   conn().exec("INSERT INTO queue_meta (queue, paused) VALUES ('p', true)");
