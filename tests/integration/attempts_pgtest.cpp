@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "awa/admin.hpp"
+#include "producer_support.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -157,6 +158,70 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
   const auto r = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
   EXPECT_TRUE(r[0].stale());
   EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty());
+}
+
+// Whether backend `pid` waits for another transaction to end (a unique-key insert behind
+// an uncommitted row with the same key waits on that transaction's id).
+bool waits_for_transaction(pg::Connection& observer, int pid) {
+  return observer
+             .query(
+                 "SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'transactionid'"
+                 " AND NOT granted",
+                 pid)
+             .get<std::int64_t>(0, 0) > 0;
+}
+
+TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished) {
+  // Guards the per-attempt lock: completion and cancel of one attempt serialise on the
+  // done_entries key, and the second closer changes nothing.
+  set_shards("race", 8);
+  const auto id = enqueue("race", 25, "customer-42");
+  const auto e = claim_one("race");
+  auto completer = connect_new();
+  completer.exec("BEGIN");
+  ASSERT_EQ(
+      store_->complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)})[0].state,
+      "completed");
+
+  auto canceller = public_conn();
+  const int pid = canceller.native().backend_pid();
+  const Admin admin(schema_);
+  BackgroundCall<std::string> cancel(pid, [&] { return admin.cancel_job(canceller, id); });
+  ASSERT_TRUE(eventually([&] { return waits_for_transaction(conn(), pid); }))
+      << "cancel did not wait for the open completion";
+  completer.exec("COMMIT");
+  ASSERT_TRUE(cancel.finishes_within(std::chrono::seconds(10)));
+  EXPECT_EQ(cancel.get(), "finished");
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 1);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM done_entries WHERE state = 'completed' AND enqueue_shard = 4"),
+      1);
+}
+
+TEST_F(AttemptsTest, CompletionRacingAnUncommittedCancelWaitsAndIsStale) {
+  set_shards("race", 8);
+  const auto id = enqueue("race", 25, "customer-42");
+  const auto e = claim_one("race");
+  auto canceller = public_conn();
+  canceller.execute("BEGIN");
+  ASSERT_EQ(Admin(schema_).cancel_job(canceller, id), "running");
+
+  auto completer = connect_new();
+  const int pid = completer.backend_pid();
+  BackgroundCall<std::vector<CompletionResult>> complete(pid, [&] {
+    return store_->complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)});
+  });
+  ASSERT_TRUE(eventually([&] { return waits_for_transaction(conn(), pid); }))
+      << "completion did not wait for the open cancel";
+  canceller.execute("COMMIT");
+  ASSERT_TRUE(complete.finishes_within(std::chrono::seconds(10)));
+  const auto results = complete.get();
+  ASSERT_EQ(results.size(), 1U);
+  EXPECT_TRUE(results[0].stale());
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 1);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM done_entries WHERE state = 'cancelled' AND enqueue_shard = 4"),
+      1);
 }
 
 }  // namespace
