@@ -160,17 +160,6 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
   EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty());
 }
 
-// Whether backend `pid` waits for another transaction to end (a unique-key insert behind
-// an uncommitted row with the same key waits on that transaction's id).
-bool waits_for_transaction(pg::Connection& observer, int pid) {
-  return observer
-             .query(
-                 "SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'transactionid'"
-                 " AND NOT granted",
-                 pid)
-             .get<std::int64_t>(0, 0) > 0;
-}
-
 TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished) {
   // Guards the per-attempt lock: completion and cancel of one attempt serialise on the
   // done_entries key, and the second closer changes nothing.

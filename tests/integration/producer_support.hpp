@@ -31,15 +31,25 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
   return pred();
 }
 
+// Whether backend `pid` is waiting for a lock of `locktype` (a pg_locks.locktype).
+inline bool waits_for_lock(pg::Connection& observer, int pid, const std::string& locktype) {
+  return observer
+             .query(
+                 "SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = $2 AND NOT granted",
+                 pid, locktype)
+             .get<std::int64_t>(0, 0) > 0;
+}
+
 // Whether backend `pid` is waiting for an advisory lock (the lane lock of
 // reserve_lane_range, or a lane-creation lock).
 inline bool waits_for_advisory_lock(pg::Connection& observer, int pid) {
-  return observer
-             .query(
-                 "SELECT count(*) FROM pg_locks WHERE pid = $1 AND locktype = 'advisory'"
-                 " AND NOT granted",
-                 pid)
-             .get<std::int64_t>(0, 0) > 0;
+  return waits_for_lock(observer, pid, "advisory");
+}
+
+// Whether backend `pid` waits for another transaction to end (a unique-key insert behind
+// an uncommitted row with the same key waits on that transaction's id).
+inline bool waits_for_transaction(pg::Connection& observer, int pid) {
+  return waits_for_lock(observer, pid, "transactionid");
 }
 
 // Runs `fn` on its own thread. If the test leaves while `fn` is still blocked in the
