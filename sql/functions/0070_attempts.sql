@@ -2,6 +2,15 @@
 -- All of them close attempts through the same per-attempt lock as completion: the
 -- done_entries row on the ready row's key, inserted with ON CONFLICT DO NOTHING.
 
+-- A job's error history with one more entry {attempt, error, at}; kept on the job through
+-- retries, rescues and the DLQ.
+CREATE OR REPLACE FUNCTION {schema}.append_error(p_errors jsonb, p_attempt integer, p_error text)
+RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(p_errors, '[]'::jsonb)
+           || jsonb_build_array(jsonb_build_object('attempt', p_attempt, 'error', p_error, 'at', now()))
+$$;
+
 -- An attempt that heartbeats, reports progress or waits gets a durable leases row,
 -- copied from its receipt (shard and lane key included); later heartbeats update it.
 -- Returns the attempts that are still open. An attempt missing from the result was
@@ -121,8 +130,7 @@ BEGIN
              created_at, ordering_key, metadata, tags, errors, reason)
         SELECT f.job_id, f.queue, f.priority, f.kind, f.args, f.closed_attempt, f.run_lease + 1,
                f.max_attempts, now(), f.created_at, f.ordering_key, f.metadata, f.tags,
-               coalesce(f.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-                   'attempt', f.closed_attempt, 'error', f.error, 'at', now())),
+               {schema}.append_error(f.errors, f.closed_attempt, f.error),
                'rescue'
         FROM followup f
         WHERE f.state = 'rescued'),
@@ -132,8 +140,7 @@ BEGIN
              ordering_key, metadata, tags, errors, reason)
         SELECT f.job_id, f.queue, f.priority, f.kind, f.args, f.closed_attempt, f.run_lease + 1,
                f.max_attempts, f.created_at, f.ordering_key, f.metadata, f.tags,
-               coalesce(f.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-                   'attempt', f.closed_attempt, 'error', f.error, 'at', now())),
+               {schema}.append_error(f.errors, f.closed_attempt, f.error),
                f.error
         FROM followup f
         WHERE f.state = 'dlq'),

@@ -68,8 +68,7 @@ deferred AS (
            now() + make_interval(secs => greatest(coalesce(f.delay_s, 0), 0)),
            f.created_at, f.ordering_key, f.metadata, f.tags,
            CASE WHEN f.state = 'retried'
-                THEN coalesce(f.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-                         'attempt', f.closed_attempt, 'error', f.error, 'at', now()))
+                THEN {schema}.append_error(f.errors, f.closed_attempt, f.error)
                 ELSE f.errors END,
            CASE WHEN f.state = 'snoozed' THEN 'snooze' ELSE 'retry' END
     FROM followup f
@@ -80,8 +79,7 @@ dead AS (
          ordering_key, metadata, tags, errors, reason)
     SELECT f.job_id, f.queue, f.priority, f.kind, f.args, f.closed_attempt, f.run_lease + 1,
            f.max_attempts, f.created_at, f.ordering_key, f.metadata, f.tags,
-           coalesce(f.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-               'attempt', f.closed_attempt, 'error', f.error, 'at', now())),
+           {schema}.append_error(f.errors, f.closed_attempt, f.error),
            coalesce(f.error, 'failed')
     FROM followup f
     WHERE f.state = 'dlq'),
