@@ -217,7 +217,7 @@ Cell run_queue(pg::Connection& admin, const Options& o, int shards) {
   });
   const auto completed =
       admin
-          .exec(fmt::format("SELECT count(*) FROM {}.done_entries WHERE state = 'completed'",
+          .exec(fmt::format("SELECT count(*) FROM {}.attempt_outcomes WHERE state = 'completed'",
                             schema.quoted()))
           .get<std::int64_t>(0, 0);
   if (completed != o.jobs || stale.load() != 0) {

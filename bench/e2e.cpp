@@ -17,7 +17,7 @@
 //   pickup = the insert call returned (its commit and NOTIFY are done) -> handler start,
 //            both on this process's steady clock. A handler that starts before the
 //            producer sees its insert return counts as 0 (counted in "early").
-//   e2e    = done_entries.finished_at - ready_entries.created_at, in SQL on the server's
+//   e2e    = attempt_outcomes.finished_at - ready_entries.created_at, in SQL on the server's
 //            clock. Both are now() of their transaction, i.e. transaction START: e2e runs
 //            from the start of the enqueue transaction to the start of the completion
 //            batch's transaction (the batch commits a little later, so durable completion
@@ -332,13 +332,13 @@ RunResult run_rate(pg::Connection& admin, const Options& o) {
 
   const auto res = admin.exec(fmt::format(
       "SELECT extract(epoch FROM d.finished_at - r.created_at)::float8 * 1000 "
-      "FROM {0}.done_entries d JOIN {0}.ready_entries r "
+      "FROM {0}.attempt_outcomes d JOIN {0}.ready_entries r "
       "USING (ready_slot, queue, priority, enqueue_shard, lane_seq) "
       "WHERE d.queue = 'e2e' AND d.state = 'completed' AND (r.args->>'seq')::bigint >= 0",
       schema.quoted()));
   if (res.rows() != total_sent) {
-    throw std::runtime_error(fmt::format("done_entries has {} completed measured jobs, expected {}",
-                                         res.rows(), total_sent));
+    throw std::runtime_error(fmt::format(
+        "attempt_outcomes has {} completed measured jobs, expected {}", res.rows(), total_sent));
   }
   std::vector<double> e2e;
   e2e.reserve(static_cast<std::size_t>(res.rows()));
@@ -382,7 +382,7 @@ RunResult run_drain(pg::Connection& admin, const Options& o) {
   }
   const auto completed =
       admin
-          .exec(fmt::format("SELECT count(*) FROM {}.done_entries WHERE state = 'completed'",
+          .exec(fmt::format("SELECT count(*) FROM {}.attempt_outcomes WHERE state = 'completed'",
                             schema.quoted()))
           .get<std::int64_t>(0, 0);
   if (completed != o.jobs || r.stats.stale_completions != 0) {

@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   add_enqueue(app, ctx);
   add_queue(app, ctx);
   add_work(app, ctx);
+  add_storage(app, ctx);
 
   try {
     app.parse(argc, argv);

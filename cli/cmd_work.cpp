@@ -42,6 +42,7 @@ struct WorkArgs {
   long heartbeat_ms = 30000;
   long stale_ms = 90000;
   long maintenance_ms = 1000;
+  long rotate_ms = 5000;
   long shutdown_timeout_ms = 10000;
   long poll_ms = 1000;
   bool no_maintenance = false;
@@ -141,6 +142,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   o.heartbeat_interval = std::chrono::milliseconds(a.heartbeat_ms);
   o.stale_after = std::chrono::milliseconds(a.stale_ms);
   o.maintenance_interval = std::chrono::milliseconds(a.maintenance_ms);
+  o.ring_rotate_interval = std::chrono::milliseconds(a.rotate_ms);
   o.shutdown_timeout = std::chrono::milliseconds(a.shutdown_timeout_ms);
   o.maintenance = !a.no_maintenance;
   // Lets operators (and the fail-over test) map a backend, e.g. the leader lock's holder
@@ -205,6 +207,9 @@ void add_work(CLI::App& app, Context& ctx) {
   cmd->add_option("--stale-ms", a->stale_ms, "rescue attempts whose heartbeat is older")
       ->capture_default_str();
   cmd->add_option("--maintenance-ms", a->maintenance_ms, "leader's maintenance period")
+      ->capture_default_str();
+  cmd->add_option("--rotate-ms", a->rotate_ms,
+                  "leader's storage ring rotation period (0: no rotation or prune)")
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout-ms", a->shutdown_timeout_ms,
                   "grace period for in-flight handlers at stop")

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,62 @@ struct ShardLag {
   std::int64_t claim_cursor;    // next lane_seq a claimer will look at
   std::int64_t lag;             // enqueue_cursor - claim_cursor (counts gaps, as in ADR-025)
   std::int64_t available;       // committed, unclaimed, not cancelled rows
+};
+
+// Exact counts of one queue by state (queue_counts_exact): exact at any shard count and
+// across ring rotations and prunes. completed / failed / cancelled are all-time totals.
+struct QueueCounts {
+  std::int64_t available = 0;  // committed, unclaimed, not cancelled
+  std::int64_t running = 0;    // claimed attempts not closed yet
+  std::int64_t scheduled = 0;  // deferred: scheduled or snoozed
+  std::int64_t retryable = 0;  // deferred: waiting out a retry backoff, or rescued
+  std::int64_t completed = 0;
+  std::int64_t failed = 0;
+  std::int64_t cancelled = 0;
+  std::int64_t dlq = 0;  // dead letters held now
+};
+
+// The storage rings (docs/design/rings.md): "queue" (ready, done, tombstones), "claim"
+// (claim batches and their closures), "lease" (materialised leases).
+inline constexpr const char* kRings[] = {"queue", "claim", "lease"};
+
+// What one rotation or prune did. `done` false: nothing changed, `reason` says why.
+struct RingAction {
+  std::string ring;
+  bool done = false;
+  std::int64_t generation = 0;  // rotate: the ring's generation now; prune: the one pruned
+  int slot = 0;
+  std::int64_t rows_removed = 0;  // prune: rows truncated for good
+  std::int64_t rows_carried = 0;  // prune: live rows copied forward into the current slot
+  std::string reason;
+};
+
+struct RingSlotStatus {
+  int slot = 0;
+  std::string state;            // "current", "sealed" (holds an older generation) or "pruned"
+  std::int64_t generation = 0;  // the newest generation that used the slot (-1: never)
+  std::int64_t rows = 0;        // exact, over the slot's partitions
+};
+
+// A past event of a ring; `at` is ISO 8601 UTC.
+struct RingEvent {
+  std::string at;
+  std::int64_t generation = 0;
+  int slot = 0;
+  std::int64_t rows_removed = 0;
+  std::int64_t rows_carried = 0;
+  std::string reason;  // skips only
+};
+
+struct RingStatus {
+  std::string ring;
+  int current_slot = 0;
+  std::int64_t generation = 0;
+  std::vector<RingSlotStatus> slots;
+  std::optional<RingEvent> last_rotation;
+  std::optional<RingEvent> last_prune;
+  std::optional<RingEvent> last_rotate_skip;  // the latest reason a rotation did nothing
+  std::optional<RingEvent> last_prune_skip;
 };
 
 class Admin {
@@ -44,6 +101,25 @@ class Admin {
 
   // Deletes dead letters older than `keep`; returns how many.
   int purge_dlq(Connection& conn, std::chrono::milliseconds keep) const;
+
+  // Exact per-state counts of the queue (all zero for a queue never used).
+  QueueCounts queue_counts(Connection& conn, const std::string& queue) const;
+
+  // Rotates `ring` ("queue", "claim" or "lease"): the next slot becomes current, only if
+  // its previous generation was pruned and the current slot holds rows. A
+  // compare-and-swap on the rotation ledger: concurrent rotators never both advance one
+  // generation. Never waits for a lock. InvalidArgument for an unknown ring.
+  RingAction rotate(Connection& conn, const std::string& ring) const;
+  // Prunes the oldest sealed slot of `ring` (TRUNCATE). Refused (done = false, reason)
+  // while it holds live work — a pending ready row, an open attempt, an active lease —
+  // unless `carry`: then that work is copied into the current slot first, in the same
+  // transaction. Failed jobs younger than `failed_retention` are always carried. Never
+  // waits for a lock: a slot in use is skipped ("locked") and tried again later.
+  RingAction prune(Connection& conn, const std::string& ring, bool carry = false,
+                   std::chrono::seconds failed_retention = std::chrono::hours(72)) const;
+  // Every ring's slots, generations and row counts (exact: reads every partition), and
+  // its last rotation, prune and skip reasons.
+  std::vector<RingStatus> storage_status(Connection& conn) const;
 
  private:
   std::string schema_;

@@ -145,6 +145,12 @@ struct ClientOptions {
   std::chrono::milliseconds maintenance_interval{1000};
   // Dead letters older than this are purged by the leader. Default: 7 days.
   std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 7)};
+  // The leader rotates each storage ring this often (when it holds rows) and prunes
+  // sealed slots every maintenance round (docs/design/rings.md); zero turns both off, and
+  // history then grows without bound. Default: 5 s.
+  std::chrono::milliseconds ring_rotate_interval{5000};
+  // Failed jobs stay inspectable in the rings at least this long. Default: 72 h.
+  std::chrono::seconds failed_retention{std::chrono::hours(72)};
   // stop(): how long in-flight handlers may take before their stop tokens fire.
   std::chrono::milliseconds shutdown_timeout{10000};
   // Completion batcher. Defaults: 512 rows or 1 ms.
@@ -167,8 +173,10 @@ struct ClientStats {
   std::uint64_t snoozed = 0;
   std::uint64_t cancelled = 0;
   std::uint64_t stale_completions = 0;
-  std::uint64_t rescued = 0;   // by this process as leader
-  std::uint64_t promoted = 0;  // by this process as leader
+  std::uint64_t rescued = 0;    // by this process as leader
+  std::uint64_t promoted = 0;   // by this process as leader
+  std::uint64_t rotations = 0;  // ring rotations, by this process as leader
+  std::uint64_t prunes = 0;     // ring slots pruned, by this process as leader
   int running = 0;
   bool leader = false;
 };

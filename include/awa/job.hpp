@@ -59,9 +59,9 @@ struct NewJob {
   }
 };
 
-// A claimed attempt, as claim_ready_runtime returns it. The lane key (ready_slot, queue,
-// priority, enqueue_shard, lane_seq), the receipt's claim_slot and (job_id, run_lease)
-// together name the attempt; completion sends them back.
+// A claimed attempt, as claim_ready_runtime returns it. (claim_batch, lane_seq) names the
+// attempt in the engine: the claim call's receipt row and the ready row's place in its
+// lane. (job_id, run_lease) names it to users; completion sends all of it back.
 struct ClaimedEntry {
   JobId job_id = 0;
   std::int64_t run_lease = 0;  // this attempt's lease: +1 on every claim
@@ -70,7 +70,8 @@ struct ClaimedEntry {
   int enqueue_shard = 0;
   int ready_slot = 0;
   std::int64_t lane_seq = 0;
-  int claim_slot = 0;
+  int claim_slot = 0;            // the claim ring slot the receipt was written to
+  std::int64_t claim_batch = 0;  // the receipt: one per claim call
   std::string queue;
   int priority = 0;            // the lane priority (part of every key)
   int effective_priority = 0;  // after claim-time aging
@@ -102,6 +103,7 @@ struct Completion {
   JobId job_id = 0;
   std::int64_t run_lease = 0;
   int claim_slot = 0;
+  std::int64_t claim_batch = 0;
   int ready_slot = 0;
   std::string queue;
   int priority = 0;

@@ -81,10 +81,18 @@ class QueueStorage {
   // are still open; an attempt not returned was closed (cancelled, rescued) and its
   // handler should stop.
   struct Heartbeat {
+    // The attempt, copied from its ClaimedEntry (Heartbeat::of).
     JobId job_id = 0;
     std::int64_t run_lease = 0;
-    int claim_slot = 0;
+    std::int64_t claim_batch = 0;
+    std::int64_t lane_seq = 0;
+    int ready_slot = 0;
+    int attempt = 0;
     std::optional<std::string> progress_json;
+    static Heartbeat of(const ClaimedEntry& entry, std::optional<std::string> progress = {}) {
+      return {entry.job_id,     entry.run_lease, entry.claim_batch,  entry.lane_seq,
+              entry.ready_slot, entry.attempt,   std::move(progress)};
+    }
   };
   std::vector<std::pair<JobId, std::int64_t>> heartbeat(pg::Connection& conn,
                                                         std::span<const Heartbeat> beats);

@@ -85,13 +85,3 @@ BEGIN
     END IF;
 END
 $$;
-
--- Slots of a ring that may hold rows, oldest first: the cyclic range oldest..current.
-CREATE OR REPLACE FUNCTION {schema}.ring_live_slots(p_ring text)
-RETURNS smallint[]
-LANGUAGE sql STABLE AS $$
-    SELECT array_agg(((r.oldest_slot + i) % r.slot_count)::smallint ORDER BY i)
-    FROM {schema}.ring_state r,
-         generate_series(0, (r.current_slot - r.oldest_slot + r.slot_count) % r.slot_count) AS i
-    WHERE r.ring = p_ring
-$$;

@@ -63,7 +63,7 @@ BEGIN
     INSERT INTO {schema}.ready_entries
         (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
          max_attempts, run_at, created_at, ordering_key, metadata, tags)
-    VALUES ((SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+    VALUES ({schema}.ring_current_slot('queue'),
             p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
             p_max_attempts, coalesce(p_run_at, now()), now(), p_ordering_key, p_metadata, p_tags);
     PERFORM pg_notify({schema}.notify_channel(p_queue), '');
@@ -139,7 +139,7 @@ BEGIN
         INSERT INTO {schema}.ready_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
              max_attempts, run_at, created_at, ordering_key, metadata, tags)
-        SELECT (SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+        SELECT (SELECT {schema}.ring_current_slot('queue')),
                b.queue, b.priority, b.shard, v_seq + row_number() OVER (ORDER BY b.ord) - 1,
                b.job_id, b.kind, b.args, b.max_attempts, coalesce(b.run_at, now()), now(),
                b.ordering_key, b.metadata, b.tags

@@ -1,4 +1,4 @@
--- The claim (DESIGN.md §5, ADR-025 "claim side").
+-- The claim (DESIGN.md §5, ADR-025 "claim side"; docs/design/rings.md for the slots).
 --
 -- 1. Candidates: every claim head of the queue, joined to its enqueue head on the full
 --    lane key (queue, priority, enqueue_shard), that has a committed unclaimed row at or
@@ -13,21 +13,31 @@
 --    so the cursor may jump over gaps (rolled-back ranges) between visible rows. With no
 --    visible row at the cursor (an uncommitted reservation at the head) the lane yields
 --    nothing now. Tombstoned (cancelled) rows are skipped but passed by the cursor.
--- 4. Write receipts (lease_claims, shard carried) and move the cursor, in the caller's
---    transaction: a rolled-back claim hands the same rows out again, and a crash after
---    commit leaves nothing to repair.
+-- 4. Write one claim_batches row (the receipt of the whole claim: lane range and item
+--    count, shard carried) and move the cursor, in the caller's transaction: a
+--    rolled-back claim hands the same rows out again, and a crash after commit leaves
+--    nothing to repair.
+--
+-- Rows of one lane may sit in several live ready slots (the ring rotated while they
+-- waited, or prune carried them forward), not necessarily in slot order. Steps 1 and 3
+-- therefore read each live slot with the slot as a plain scalar — PostgreSQL prunes that
+-- to one partition at executor start-up and walks the primary key in lane_seq order —
+-- and merge the per-slot results. (A single statement over "ready_slot = ANY(slots)"
+-- is neither pruned nor ordered by the index: it reads and sorts the lane's whole
+-- backlog.)
 --
 -- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
 -- row's run_at; the lane priority stays in every key and is returned beside it.
-CREATE OR REPLACE FUNCTION {schema}.claim_ready_runtime(
+DROP FUNCTION IF EXISTS {schema}.claim_ready_runtime(text, integer, interval, interval);
+CREATE FUNCTION {schema}.claim_ready_runtime(
     p_queue text,
     p_max_batch integer,
     p_deadline interval DEFAULT NULL,
     p_aging interval DEFAULT NULL)
 RETURNS TABLE (
     job_id bigint, run_lease bigint, attempt smallint, enqueue_shard smallint,
-    ready_slot smallint, lane_seq bigint, claim_slot smallint, queue text,
-    priority smallint, effective_priority smallint, kind text, args jsonb,
+    ready_slot smallint, lane_seq bigint, claim_slot smallint, claim_batch bigint,
+    queue text, priority smallint, effective_priority smallint, kind text, args jsonb,
     metadata jsonb, tags text[], max_attempts smallint, ordering_key bytea, errors jsonb,
     run_at timestamptz, created_at timestamptz, claimed_at timestamptz, deadline_at timestamptz)
 LANGUAGE plpgsql AS $$
@@ -42,6 +52,14 @@ DECLARE
     v_cursor     bigint;
     v_rows       bigint;
     v_tries      integer := 0;
+    -- lane heads over all live slots: (priority, shard, lane_seq, run_at)
+    v_head_p     smallint[];
+    v_head_s     smallint[];
+    v_head_seq   bigint[];
+    v_head_at    timestamptz[];
+    -- the chosen lane's first rows in each live slot, and which of them are tombstoned
+    v_picked     {schema}.ready_entries[];
+    v_dead       bigint[];
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
@@ -56,45 +74,48 @@ BEGIN
     IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
         v_aging_s := NULL;
     END IF;
-    -- The ready slot is a plain parameter in the statements below, which PostgreSQL prunes
-    -- once at executor start-up. Taking it from unnest() (one lateral probe per live
-    -- slot) made it a per-row parameter that re-prunes at run time and initialises every
-    -- ready partition on every call: a 32-row claim measured 1.4 ms that way, 0.6 ms
-    -- this way. Until ring rotation exists there is exactly one live slot; a ring with
-    -- several needs a merge across slots here (rows of one lane may sit in several
-    -- slots, not in slot order), so refuse rather than claim out of order.
     v_slots := {schema}.ring_live_slots('queue');
-    IF cardinality(v_slots) <> 1 THEN
-        RAISE EXCEPTION 'claim_ready_runtime: % live ready slots; only one is supported until ring rotation is implemented',
-            cardinality(v_slots) USING ERRCODE = '0A000';
-    END IF;
-    v_slot := v_slots[1];
-    SELECT r.current_slot INTO v_claim_slot FROM {schema}.ring_state r WHERE r.ring = 'claim';
+    v_claim_slot := {schema}.ring_current_slot('claim');
 
     -- A lane whose visible head turns out to be only tombstones, or that another claimer
     -- drained between our candidate scan and our lock, yields nothing: try the next one.
     -- Bounded: each pass either returns rows or moves a cursor / skips a drained lane.
     LOOP
         v_tries := v_tries + 1;
+        v_head_p := '{}'; v_head_s := '{}'; v_head_seq := '{}'; v_head_at := '{}';
+        FOREACH v_slot IN ARRAY v_slots LOOP
+            SELECT v_head_p || coalesce(array_agg(claims.priority), '{}'),
+                   v_head_s || coalesce(array_agg(claims.enqueue_shard), '{}'),
+                   v_head_seq || coalesce(array_agg(head.lane_seq), '{}'),
+                   v_head_at || coalesce(array_agg(head.run_at), '{}')
+            INTO v_head_p, v_head_s, v_head_seq, v_head_at
+            FROM {schema}.queue_claim_heads AS claims
+            CROSS JOIN LATERAL (
+                SELECT r.lane_seq, r.run_at
+                FROM {schema}.ready_entries r
+                WHERE r.ready_slot = v_slot
+                  AND r.queue = claims.queue
+                  AND r.priority = claims.priority
+                  AND r.enqueue_shard = claims.enqueue_shard
+                  AND r.lane_seq >= claims.claim_seq
+                ORDER BY r.lane_seq
+                LIMIT 1) AS head
+            WHERE claims.queue = p_queue;
+        END LOOP;
+
         SELECT claims.priority, claims.enqueue_shard
         INTO v_priority, v_shard
         FROM {schema}.queue_claim_heads AS claims
         JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
-        CROSS JOIN LATERAL (
-            SELECT r.run_at
-            FROM {schema}.ready_entries r
-            WHERE r.ready_slot = v_slot
-              AND r.queue = claims.queue
-              AND r.priority = claims.priority
-              AND r.enqueue_shard = claims.enqueue_shard
-              AND r.lane_seq >= claims.claim_seq
-            ORDER BY r.lane_seq
-            LIMIT 1) AS head
+        JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.at
+              FROM unnest(v_head_p, v_head_s, v_head_seq, v_head_at) AS h(p, s, seq, at)
+              ORDER BY h.p, h.s, h.seq) AS head
+          ON head.p = claims.priority AND head.s = claims.enqueue_shard
         WHERE claims.queue = p_queue
         ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
-                      ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.run_at) / v_aging_s))
+                      ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
                  END,
-                 head.run_at,
+                 head.at,
                  claims.priority
         LIMIT 1
         FOR UPDATE OF claims SKIP LOCKED;
@@ -109,44 +130,57 @@ BEGIN
         FROM {schema}.queue_claim_heads c
         WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard;
 
+        v_picked := '{}';
+        v_dead := '{}';
+        FOREACH v_slot IN ARRAY v_slots LOOP
+            SELECT v_picked || coalesce(array_agg(x.r ORDER BY x.lane_seq), '{}'),
+                   v_dead || coalesce(array_agg(x.lane_seq) FILTER (WHERE x.dead), '{}')
+            INTO v_picked, v_dead
+            FROM (SELECT r, r.lane_seq,
+                         EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                                 WHERE t.ready_slot = v_slot AND t.queue = r.queue
+                                   AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                                   AND t.lane_seq = r.lane_seq) AS dead
+                  FROM {schema}.ready_entries r
+                  WHERE r.ready_slot = v_slot
+                    AND r.queue = p_queue
+                    AND r.priority = v_priority
+                    AND r.enqueue_shard = v_shard
+                    AND r.lane_seq >= v_cursor
+                  ORDER BY r.lane_seq
+                  LIMIT p_max_batch) AS x;
+        END LOOP;
+
         RETURN QUERY
         WITH picked AS MATERIALIZED (
-            SELECT r.*
-            FROM {schema}.ready_entries r
-            WHERE r.ready_slot = v_slot
-              AND r.queue = p_queue
-              AND r.priority = v_priority
-              AND r.enqueue_shard = v_shard
-              AND r.lane_seq >= v_cursor
-            ORDER BY r.lane_seq
+            SELECT p.*
+            FROM unnest(v_picked) AS p
+            ORDER BY p.lane_seq
             LIMIT p_max_batch),
         live AS MATERIALIZED (
-            SELECT p.*
-            FROM picked p
-            WHERE NOT EXISTS (
-                SELECT 1 FROM {schema}.ready_tombstones t
-                WHERE t.ready_slot = p.ready_slot AND t.queue = p.queue AND t.priority = p.priority
-                  AND t.enqueue_shard = p.enqueue_shard AND t.lane_seq = p.lane_seq)),
-        receipts AS (
-            INSERT INTO {schema}.lease_claims
-                (claim_slot, job_id, run_lease, ready_slot, queue, priority, enqueue_shard,
-                 lane_seq, attempt, claimed_at, deadline_at)
-            SELECT v_claim_slot, l.job_id, l.run_lease + 1, l.ready_slot, l.queue, l.priority,
-                   l.enqueue_shard, l.lane_seq, (l.attempt + 1)::smallint, now(), now() + p_deadline
-            FROM live l),
+            SELECT p.* FROM picked p WHERE p.lane_seq <> ALL (v_dead)),
+        batch AS MATERIALIZED (
+            INSERT INTO {schema}.claim_batches
+                (claim_slot, batch_id, queue, priority, enqueue_shard, first_seq, last_seq,
+                 n_items, claimed_at, deadline_at)
+            SELECT v_claim_slot, nextval('{schema}.claim_batch_ids'), p_queue, v_priority, v_shard,
+                   min(l.lane_seq), max(l.lane_seq), count(*), now(), now() + p_deadline
+            FROM live l
+            HAVING count(*) > 0
+            RETURNING batch_id),
         advance AS (
             UPDATE {schema}.queue_claim_heads c
             SET claim_seq = (SELECT max(p.lane_seq) + 1 FROM picked p), claimed_at = now()
             WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard
               AND EXISTS (SELECT 1 FROM picked))
         SELECT l.job_id, l.run_lease + 1, (l.attempt + 1)::smallint, l.enqueue_shard,
-               l.ready_slot, l.lane_seq, v_claim_slot, l.queue, l.priority,
+               l.ready_slot, l.lane_seq, v_claim_slot, b.batch_id, l.queue, l.priority,
                (CASE WHEN v_aging_s IS NULL THEN l.priority
                      ELSE greatest(1, l.priority - floor(extract(epoch FROM now() - l.run_at) / v_aging_s))
                 END)::smallint,
                l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
                l.run_at, l.created_at, now(), now() + p_deadline
-        FROM live l
+        FROM live l, batch b
         ORDER BY l.lane_seq;
 
         GET DIAGNOSTICS v_rows = ROW_COUNT;

@@ -27,3 +27,65 @@ LANGUAGE sql STABLE AS $$
     WHERE claims.queue = p_queue
     ORDER BY claims.priority, claims.enqueue_shard
 $$;
+
+-- Exact counts of one queue by state, in one statement (one snapshot), at any shard count
+-- and across ring rotations and prunes:
+--   available  committed, unclaimed, not cancelled ready rows (each lane's rows at or after
+--              its own cursor, over the live slots);
+--   running    open attempts (per claim batch: items minus closed items);
+--   scheduled  deferred: scheduled or snoozed;  retryable  deferred: retry backoff or rescue;
+--   completed / failed / cancelled  all time: terminal_rollups (pruned slots) plus what the
+--              rings still hold (completed: closure rows; failed, cancelled: done rows);
+--   dlq        dead letters held now.
+-- Every part reads live or retained rows only, never history that prune removed.
+CREATE OR REPLACE FUNCTION {schema}.queue_counts_exact(p_queue text)
+RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE sql STABLE AS $$
+    WITH done AS (
+        SELECT d.state, count(*) AS n
+        FROM {schema}.done_entries d
+        WHERE d.queue = p_queue AND d.state IN ('completed', 'failed', 'cancelled')
+        GROUP BY d.state),
+    rolled AS (
+        SELECT t.state, t.jobs AS n FROM {schema}.terminal_rollups t WHERE t.queue = p_queue),
+    deferred AS (
+        SELECT count(*) FILTER (WHERE j.reason IN ('scheduled', 'snooze')) AS scheduled,
+               count(*) FILTER (WHERE j.reason IN ('retry', 'rescue')) AS retryable
+        FROM {schema}.deferred_jobs j
+        WHERE j.queue = p_queue),
+    batches AS (
+        SELECT b.n_items,
+               (SELECT coalesce(sum(cardinality(c.lane_seqs)), 0)
+                FROM {schema}.claim_closures c
+                WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id) AS closed,
+               (SELECT coalesce(sum(cardinality(c.lane_seqs)), 0)
+                FROM {schema}.claim_closures c
+                WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
+                  AND c.outcome = 'completed') AS completed
+        FROM {schema}.claim_batches b
+        WHERE b.queue = p_queue)
+    SELECT
+        (SELECT count(*)
+         FROM {schema}.queue_claim_heads c
+         CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
+         JOIN {schema}.ready_entries r
+           ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+          AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
+         WHERE c.queue = p_queue
+           AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                           WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                             AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                             AND t.lane_seq = r.lane_seq)),
+        (SELECT coalesce(sum(b.n_items - b.closed), 0)::bigint FROM batches b),
+        (SELECT scheduled FROM deferred),
+        (SELECT retryable FROM deferred),
+        (SELECT coalesce(sum(b.completed), 0)::bigint FROM batches b)
+            + coalesce((SELECT n FROM rolled WHERE state = 'completed'), 0)
+            + coalesce((SELECT n FROM done WHERE state = 'completed'), 0),
+        coalesce((SELECT n FROM rolled WHERE state = 'failed'), 0)
+            + coalesce((SELECT n FROM done WHERE state = 'failed'), 0),
+        coalesce((SELECT n FROM rolled WHERE state = 'cancelled'), 0)
+            + coalesce((SELECT n FROM done WHERE state = 'cancelled'), 0),
+        (SELECT count(*) FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
+$$;

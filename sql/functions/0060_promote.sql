@@ -60,7 +60,7 @@ BEGIN
         INSERT INTO {schema}.ready_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
              run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
-        SELECT (SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+        SELECT (SELECT {schema}.ring_current_slot('queue')),
                b.queue, b.priority, b.shard,
                v_seq + row_number() OVER (ORDER BY b.run_at, b.job_id) - 1,
                b.job_id, b.kind, b.args, b.attempt, b.run_lease, b.max_attempts, b.run_at,

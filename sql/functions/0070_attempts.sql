@@ -11,58 +11,91 @@ LANGUAGE sql STABLE AS $$
            || jsonb_build_array(jsonb_build_object('attempt', p_attempt, 'error', p_error, 'at', now()))
 $$;
 
--- An attempt that heartbeats, reports progress or waits gets a durable leases row,
--- copied from its receipt (shard and lane key included); later heartbeats update it.
--- Returns the attempts that are still open. An attempt missing from the result was
--- closed meanwhile (cancelled, rescued): its worker should stop.
+-- An attempt that heartbeats, reports progress or waits gets a durable leases row in the
+-- current lease slot, keyed like its ready row and naming its claim batch; later
+-- heartbeats update it. Returns the attempts that are still open. An attempt missing
+-- from the result was closed meanwhile (cancelled, rescued): its worker should stop.
+-- The batch locks are taken shared, so a closer (exclusive) waits for a heartbeat in
+-- flight and then deletes the lease it wrote: no lease outlives its attempt.
+DROP FUNCTION IF EXISTS {schema}.heartbeat_attempts(bigint[], bigint[], smallint[], jsonb[]);
 CREATE OR REPLACE FUNCTION {schema}.heartbeat_attempts(
-    p_job_ids bigint[], p_run_leases bigint[], p_claim_slots smallint[],
-    p_progress jsonb[] DEFAULT NULL)
+    p_batches bigint[], p_lane_seqs bigint[], p_job_ids bigint[], p_run_leases bigint[],
+    p_ready_slots smallint[], p_attempts smallint[], p_progress jsonb[] DEFAULT NULL)
 RETURNS TABLE (job_id bigint, run_lease bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_slot smallint;
 BEGIN
-    SELECT r.current_slot INTO v_slot FROM {schema}.ring_state r WHERE r.ring = 'lease';
+    PERFORM pg_advisory_xact_lock_shared(hashtext('{schema}:attempts'), k.key)
+    FROM (SELECT DISTINCT {schema}.attempt_lock_key(b) AS key FROM unnest(p_batches) b ORDER BY 1) k;
+    v_slot := {schema}.ring_current_slot('lease');
     RETURN QUERY
     WITH input AS (
-        SELECT t.job_id, t.run_lease, t.claim_slot, t.progress
-        FROM unnest(p_job_ids, p_run_leases, p_claim_slots,
-                    coalesce(p_progress, array_fill(NULL::jsonb, ARRAY[cardinality(p_job_ids)])))
-             AS t(job_id, run_lease, claim_slot, progress)),
+        SELECT t.*
+        FROM unnest(p_batches, p_lane_seqs, p_job_ids, p_run_leases, p_ready_slots, p_attempts,
+                    coalesce(p_progress, array_fill(NULL::jsonb, ARRAY[cardinality(p_batches)])))
+             AS t(batch_id, lane_seq, job_id, run_lease, ready_slot, attempt, progress)),
     open AS MATERIALIZED (
-        SELECT lc.*, i.progress
+        SELECT i.*, b.queue, b.priority, b.enqueue_shard, b.deadline_at
         FROM input i
-        JOIN {schema}.lease_claims lc
-          ON lc.claim_slot = i.claim_slot AND lc.job_id = i.job_id AND lc.run_lease = i.run_lease
-        WHERE NOT EXISTS (
-            SELECT 1 FROM {schema}.done_entries d
-            WHERE d.ready_slot = lc.ready_slot AND d.queue = lc.queue AND d.priority = lc.priority
-              AND d.enqueue_shard = lc.enqueue_shard AND d.lane_seq = lc.lane_seq)),
+        JOIN {schema}.claim_batches b ON b.batch_id = i.batch_id
+        WHERE i.lane_seq BETWEEN b.first_seq AND b.last_seq
+          AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
+                          WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
+                            AND i.lane_seq = ANY (c.lane_seqs))),
     upd AS (
         UPDATE {schema}.leases l
         SET heartbeat_at = now(), progress = coalesce(o.progress, l.progress)
         FROM open o
-        WHERE l.queue = o.queue AND l.priority = o.priority AND l.enqueue_shard = o.enqueue_shard
-          AND l.lane_seq = o.lane_seq AND l.job_id = o.job_id AND l.run_lease = o.run_lease
-        RETURNING l.job_id, l.run_lease),
+        WHERE l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq
+        RETURNING o.job_id, o.run_lease),
     ins AS (
         INSERT INTO {schema}.leases
             (lease_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, ready_slot,
-             claim_slot, attempt, state, heartbeat_at, deadline_at, progress)
+             claim_batch, attempt, state, heartbeat_at, deadline_at, progress)
         SELECT v_slot, o.queue, o.priority, o.enqueue_shard, o.lane_seq, o.job_id, o.run_lease,
-               o.ready_slot, o.claim_slot, o.attempt, 'running', now(), o.deadline_at, o.progress
+               o.ready_slot, o.batch_id, o.attempt, 'running', now(), o.deadline_at, o.progress
         FROM open o
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.leases l
-                          WHERE l.queue = o.queue AND l.priority = o.priority
-                            AND l.enqueue_shard = o.enqueue_shard AND l.lane_seq = o.lane_seq)
+                          WHERE l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq)
         ON CONFLICT DO NOTHING
         RETURNING job_id, run_lease)
     SELECT u.job_id, u.run_lease FROM upd u
     UNION ALL
     SELECT n.job_id, n.run_lease FROM ins n;
 END
+$$;
+
+-- The open attempts of the batches that are not fully closed, with their ready rows
+-- (found in whichever live slot holds them). O(open batches), not O(history): a fully
+-- closed batch is recognised from its closure counts without expanding it.
+CREATE OR REPLACE FUNCTION {schema}.open_attempts(p_only_batches bigint[] DEFAULT NULL)
+RETURNS TABLE (batch_id bigint, claim_slot smallint, lane_seq bigint, job_id bigint,
+               run_lease bigint, attempt smallint, ready_slot smallint, queue text,
+               priority smallint, enqueue_shard smallint, claimed_at timestamptz,
+               deadline_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    WITH open_batches AS MATERIALIZED (
+        SELECT b.*
+        FROM {schema}.claim_batches b
+        WHERE (p_only_batches IS NULL OR b.batch_id = ANY (p_only_batches))
+          AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs))
+                                    FROM {schema}.claim_closures c
+                                    WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0))
+    SELECT b.batch_id, b.claim_slot, r.lane_seq, r.job_id, r.run_lease + 1, (r.attempt + 1)::smallint,
+           r.ready_slot, b.queue, b.priority, b.enqueue_shard, b.claimed_at, b.deadline_at
+    FROM open_batches b
+    CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
+    JOIN {schema}.ready_entries r
+      ON r.ready_slot = s.slot AND r.queue = b.queue AND r.priority = b.priority
+     AND r.enqueue_shard = b.enqueue_shard AND r.lane_seq BETWEEN b.first_seq AND b.last_seq
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue AND t.priority = r.priority
+                        AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
+                      WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
+                        AND r.lane_seq = ANY (c.lane_seqs))
 $$;
 
 -- Closes stale attempts and sends their jobs on (DESIGN.md §8). An attempt is stale when
@@ -73,83 +106,63 @@ $$;
 -- A rescued attempt counts against max_attempts: with attempts left the job goes back to
 -- deferred_jobs due now (reason 'rescue'; promotion re-routes it), else it fails or goes
 -- to the DLQ. Returns (job_id, state, why) for every attempt closed here.
+--
+-- Cost: the candidate scan reads the retained claim ring (a few slots: prune reclaims
+-- closed ones) and expands only batches that are old or expired and not fully closed.
+-- The candidates are then locked like any closer's, and re-judged with a snapshot taken
+-- after the locks, so a heartbeat or completion that got there first is respected.
 CREATE OR REPLACE FUNCTION {schema}.rescue_stale_attempts(p_stale interval, p_limit integer DEFAULT 1000)
 RETURNS TABLE (job_id bigint, state text, why text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+    v_batches bigint[];
+    v_b       bigint[];
+    v_seq     bigint[];
+    v_job     bigint[];
+    v_why     text[];
 BEGIN
+    SELECT array_agg(x.batch_id) INTO v_batches
+    FROM (SELECT b.batch_id
+          FROM {schema}.claim_batches b
+          WHERE (b.claimed_at < now() - p_stale OR b.deadline_at < now()
+                 OR EXISTS (SELECT 1 FROM {schema}.leases l
+                            WHERE l.claim_batch = b.batch_id AND l.callback_timeout_at < now()))
+            AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs))
+                                      FROM {schema}.claim_closures c
+                                      WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0)
+          ORDER BY b.claimed_at
+          LIMIT p_limit) x;
+    IF v_batches IS NULL THEN
+        RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock(hashtext('{schema}:attempts'), k.key)
+    FROM (SELECT DISTINCT {schema}.attempt_lock_key(b) AS key FROM unnest(v_batches) b ORDER BY 1) k;
+
+    SELECT array_agg(s.batch_id), array_agg(s.lane_seq), array_agg(s.job_id), array_agg(s.why)
+    INTO v_b, v_seq, v_job, v_why
+    FROM (SELECT o.batch_id, o.lane_seq, o.job_id,
+                 CASE
+                     WHEN o.deadline_at IS NOT NULL AND o.deadline_at < now() THEN 'deadline exceeded'
+                     WHEN l.state = 'waiting_external' AND l.callback_timeout_at < now() THEN 'callback timed out'
+                     WHEN l.state = 'waiting_external' THEN NULL
+                     WHEN coalesce(l.heartbeat_at, o.claimed_at) < now() - p_stale THEN 'heartbeat stale'
+                 END AS why
+          FROM {schema}.open_attempts(v_batches) o
+          LEFT JOIN {schema}.leases l ON l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq
+          ORDER BY o.claimed_at, o.lane_seq) s
+    WHERE s.why IS NOT NULL;
+    IF v_b IS NULL THEN
+        RETURN;
+    END IF;
+
     RETURN QUERY
-    WITH candidates AS MATERIALIZED (
-        SELECT lc.*, l.heartbeat_at, l.state AS lease_state, l.callback_timeout_at,
-               CASE
-                   WHEN lc.deadline_at IS NOT NULL AND lc.deadline_at < now() THEN 'deadline exceeded'
-                   WHEN l.state = 'waiting_external' AND l.callback_timeout_at < now() THEN 'callback timed out'
-                   WHEN l.state = 'waiting_external' THEN NULL
-                   WHEN coalesce(l.heartbeat_at, lc.claimed_at) < now() - p_stale THEN 'heartbeat stale'
-               END AS why
-        FROM {schema}.lease_claims lc
-        LEFT JOIN {schema}.leases l
-          ON l.queue = lc.queue AND l.priority = lc.priority AND l.enqueue_shard = lc.enqueue_shard
-         AND l.lane_seq = lc.lane_seq AND l.job_id = lc.job_id AND l.run_lease = lc.run_lease
-        WHERE NOT EXISTS (
-            SELECT 1 FROM {schema}.done_entries d
-            WHERE d.ready_slot = lc.ready_slot AND d.queue = lc.queue AND d.priority = lc.priority
-              AND d.enqueue_shard = lc.enqueue_shard AND d.lane_seq = lc.lane_seq)
-          AND (lc.claimed_at < now() - p_stale OR lc.deadline_at < now()
-               OR l.callback_timeout_at < now())),
-    stale AS MATERIALIZED (
-        SELECT c.*, r.max_attempts, coalesce(q.dlq_enabled, false) AS dlq_enabled
-        FROM candidates c
-        JOIN {schema}.ready_entries r
-          ON r.ready_slot = c.ready_slot AND r.queue = c.queue AND r.priority = c.priority
-         AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq = c.lane_seq
-        LEFT JOIN {schema}.queue_meta q ON q.queue = c.queue
-        WHERE c.why IS NOT NULL
-        ORDER BY c.claimed_at
-        LIMIT p_limit),
-    closed AS (
-        INSERT INTO {schema}.done_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-        SELECT s.ready_slot, s.queue, s.priority, s.enqueue_shard, s.lane_seq, s.job_id, s.run_lease,
-               s.attempt,
-               CASE WHEN s.attempt < s.max_attempts THEN 'rescued'
-                    WHEN s.dlq_enabled THEN 'dlq' ELSE 'failed' END,
-               'rescued: ' || s.why
-        FROM stale s
-        ON CONFLICT DO NOTHING
-        RETURNING ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, state, attempt, error),
-    followup AS MATERIALIZED (
-        SELECT c.state, c.error, c.attempt AS closed_attempt, r.*
-        FROM closed c
-        JOIN {schema}.ready_entries r
-          ON r.ready_slot = c.ready_slot AND r.queue = c.queue AND r.priority = c.priority
-         AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq = c.lane_seq),
-    deferred AS (
-        INSERT INTO {schema}.deferred_jobs
-            (job_id, queue, priority, kind, args, attempt, run_lease, max_attempts, run_at,
-             created_at, ordering_key, metadata, tags, errors, reason)
-        SELECT f.job_id, f.queue, f.priority, f.kind, f.args, f.closed_attempt, f.run_lease + 1,
-               f.max_attempts, now(), f.created_at, f.ordering_key, f.metadata, f.tags,
-               {schema}.append_error(f.errors, f.closed_attempt, f.error),
-               'rescue'
-        FROM followup f
-        WHERE f.state = 'rescued'),
-    dead AS (
-        INSERT INTO {schema}.dlq_entries
-            (job_id, queue, priority, kind, args, attempt, run_lease, max_attempts, created_at,
-             ordering_key, metadata, tags, errors, reason)
-        SELECT f.job_id, f.queue, f.priority, f.kind, f.args, f.closed_attempt, f.run_lease + 1,
-               f.max_attempts, f.created_at, f.ordering_key, f.metadata, f.tags,
-               {schema}.append_error(f.errors, f.closed_attempt, f.error),
-               f.error
-        FROM followup f
-        WHERE f.state = 'dlq'),
-    gone AS (
-        DELETE FROM {schema}.leases l
-        USING closed c
-        WHERE l.queue = c.queue AND l.priority = c.priority AND l.enqueue_shard = c.enqueue_shard
-          AND l.lane_seq = c.lane_seq)
-    SELECT c.job_id, c.state, c.error FROM closed c;
+    SELECT v_job[c.ord], c.state, 'rescued: ' || v_why[c.ord]
+    FROM {schema}.close_attempts(v_b, v_seq, array_fill('rescue'::text, ARRAY[cardinality(v_b)]),
+                                 ARRAY(SELECT 'rescued: ' || w FROM unnest(v_why) w)) c
+    ORDER BY c.ord
+    LIMIT p_limit;
 END
 $$;
 
@@ -160,86 +173,90 @@ $$;
 --                becomes stale) and 'awa:cancel' is notified with the job id so the
 --                worker can stop the handler
 --   'finished'   already terminal or closed;  'missing' no such job.
--- The ready-row lookup by job id scans ready_entries (there is no job_id index on the
--- hot table); it is an operator path, not a hot one.
+-- Cost: the scheduled, available and running lookups read live work only (deferred by
+-- key, each lane's rows at or after its cursor, the open claim batches). Only a job found
+-- in none of them is looked up in the retained history, to tell 'finished' from
+-- 'missing'.
 CREATE OR REPLACE FUNCTION {schema}.cancel_job(p_job_id bigint)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     v_def   {schema}.deferred_jobs%ROWTYPE;
     v_ready record;
-    v_rc    record;
+    v_open  record;
     v_claim bigint;
+    v_state text;
     v_n     integer;
 BEGIN
     DELETE FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id RETURNING * INTO v_def;
     IF FOUND THEN
         INSERT INTO {schema}.done_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-        VALUES ((SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue'),
+        VALUES ({schema}.ring_current_slot('queue'),
                 v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
                 v_def.attempt, 'cancelled', 'cancelled while scheduled');
         RETURN 'scheduled';
     END IF;
 
-    -- The newest ready row of the job (a retried job has several, older ones closed).
+    -- Not claimed yet: at or after its lane's claim cursor.
     SELECT r.ready_slot, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.run_lease, r.attempt
     INTO v_ready
-    FROM {schema}.ready_entries r
-    WHERE r.job_id = p_job_id
-    ORDER BY r.run_lease DESC
-    LIMIT 1;
-    IF NOT FOUND THEN
-        RETURN 'missing';
-    END IF;
-
-    -- Serialise with claimers of this lane: once we hold the head, the row is either
-    -- behind the cursor (claimed) or not (and no claim can take it before we commit).
-    SELECT c.claim_seq INTO v_claim
     FROM {schema}.queue_claim_heads c
-    WHERE c.queue = v_ready.queue AND c.priority = v_ready.priority
-      AND c.enqueue_shard = v_ready.enqueue_shard
-    FOR UPDATE;
-
-    IF v_ready.lane_seq >= v_claim THEN
-        INSERT INTO {schema}.ready_tombstones (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id)
-        VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
-                v_ready.lane_seq, p_job_id)
-        ON CONFLICT DO NOTHING;
-        INSERT INTO {schema}.done_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-        VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
-                v_ready.lane_seq, p_job_id, v_ready.run_lease, v_ready.attempt, 'cancelled',
-                'cancelled before it ran')
-        ON CONFLICT DO NOTHING;
-        GET DIAGNOSTICS v_n = ROW_COUNT;
-        RETURN CASE WHEN v_n = 1 THEN 'available' ELSE 'finished' END;
+    CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
+    JOIN {schema}.ready_entries r
+      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+     AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
+    WHERE r.job_id = p_job_id
+    LIMIT 1;
+    IF FOUND THEN
+        -- Serialise with claimers of this lane: once we hold the head, the row is either
+        -- behind the cursor (claimed) or not (and no claim can take it before we commit).
+        SELECT c.claim_seq INTO v_claim
+        FROM {schema}.queue_claim_heads c
+        WHERE c.queue = v_ready.queue AND c.priority = v_ready.priority
+          AND c.enqueue_shard = v_ready.enqueue_shard
+        FOR UPDATE;
+        IF v_ready.lane_seq >= v_claim THEN
+            INSERT INTO {schema}.ready_tombstones (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id)
+            VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
+                    v_ready.lane_seq, p_job_id)
+            ON CONFLICT DO NOTHING;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            IF v_n = 0 THEN
+                RETURN 'finished';
+            END IF;
+            INSERT INTO {schema}.done_entries
+                (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
+            VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
+                    v_ready.lane_seq, p_job_id, v_ready.run_lease, v_ready.attempt, 'cancelled',
+                    'cancelled before it ran');
+            RETURN 'available';
+        END IF;
     END IF;
 
-    -- Claimed: close the open attempt from its receipt, which carries the shard, so the
-    -- synthesised done row lands on the right shard.
-    SELECT lc.* INTO v_rc
-    FROM {schema}.lease_claims lc
-    WHERE lc.job_id = p_job_id AND lc.run_lease = v_ready.run_lease + 1
-      AND lc.queue = v_ready.queue AND lc.priority = v_ready.priority
-      AND lc.enqueue_shard = v_ready.enqueue_shard AND lc.lane_seq = v_ready.lane_seq;
-    IF NOT FOUND THEN
+    -- Claimed: close the open attempt through the common closing path, which lands the
+    -- done row on the ready row's own key and shard.
+    SELECT o.batch_id, o.lane_seq INTO v_open
+    FROM {schema}.open_attempts() o
+    WHERE o.job_id = p_job_id
+    LIMIT 1;
+    IF FOUND THEN
+        SELECT c.state INTO v_state
+        FROM {schema}.close_attempts(ARRAY[v_open.batch_id], ARRAY[v_open.lane_seq],
+                                     ARRAY['cancel'], ARRAY['cancelled while running']) c;
+        IF v_state IS NULL THEN
+            RETURN 'finished';
+        END IF;
+        PERFORM pg_notify('awa:cancel', p_job_id::text);
+        RETURN 'running';
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM {schema}.dlq_entries d WHERE d.job_id = p_job_id)
+       OR EXISTS (SELECT 1 FROM {schema}.done_entries d WHERE d.job_id = p_job_id)
+       OR EXISTS (SELECT 1 FROM {schema}.ready_entries r WHERE r.job_id = p_job_id) THEN
         RETURN 'finished';
     END IF;
-    INSERT INTO {schema}.done_entries
-        (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-    VALUES (v_rc.ready_slot, v_rc.queue, v_rc.priority, v_rc.enqueue_shard, v_rc.lane_seq,
-            p_job_id, v_rc.run_lease, v_rc.attempt, 'cancelled', 'cancelled while running')
-    ON CONFLICT DO NOTHING;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n = 0 THEN
-        RETURN 'finished';
-    END IF;
-    DELETE FROM {schema}.leases l
-    WHERE l.queue = v_rc.queue AND l.priority = v_rc.priority
-      AND l.enqueue_shard = v_rc.enqueue_shard AND l.lane_seq = v_rc.lane_seq;
-    PERFORM pg_notify('awa:cancel', p_job_id::text);
-    RETURN 'running';
+    RETURN 'missing';
 END
 $$;
 

@@ -126,10 +126,11 @@ struct Client::Impl {
     if (options_.pool_size < 1) throw InvalidArgument("ClientOptions: pool_size must be >= 1");
     if (options_.max_workers < 0) throw InvalidArgument("ClientOptions: max_workers must be >= 0");
     if (options_.heartbeat_interval.count() <= 0 || options_.stale_after.count() <= 0 ||
-        options_.maintenance_interval.count() <= 0 || options_.shutdown_timeout.count() < 0) {
+        options_.maintenance_interval.count() <= 0 || options_.shutdown_timeout.count() < 0 ||
+        options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0) {
       throw InvalidArgument(
           "ClientOptions: heartbeat_interval, stale_after and maintenance_interval must be "
-          "positive, shutdown_timeout not negative");
+          "positive; shutdown_timeout, ring_rotate_interval and failed_retention not negative");
     }
   }
 
@@ -219,6 +220,8 @@ struct Client::Impl {
         mo.interval = options_.maintenance_interval;
         mo.stale_after = options_.stale_after;
         mo.dlq_retention = options_.dlq_retention;
+        mo.rotate_interval = options_.ring_rotate_interval;
+        mo.failed_retention = options_.failed_retention;
         maintenance_ = std::make_unique<runtime::MaintenanceLeader>(mo, *store_);
         maintenance_->start();
         maintenance_view_.store(maintenance_.get(), std::memory_order_release);
@@ -503,8 +506,7 @@ struct Client::Impl {
   void beat_one(Job& job, std::optional<std::string> progress) {
     try {
       auto conn = pool_->acquire();
-      const QueueStorage::Heartbeat beat{job.job_id(), job.entry().run_lease,
-                                         job.entry().claim_slot, std::move(progress)};
+      const auto beat = QueueStorage::Heartbeat::of(job.entry(), std::move(progress));
       if (store_->heartbeat(*conn, std::span(&beat, 1)).empty()) job.request_stop();
     } catch (const Error& e) {
       // Progress is best effort; the periodic heartbeat keeps the attempt alive.
@@ -518,7 +520,7 @@ struct Client::Impl {
       std::lock_guard lock(mu_);
       beats.reserve(running_.size());
       for (const auto& [key, job] : running_)
-        beats.push_back({key.first, key.second, job->entry().claim_slot, std::nullopt});
+        beats.push_back(QueueStorage::Heartbeat::of(job->entry()));
     }
     if (!beats.empty()) stop_closed(beats, "closed elsewhere (cancelled or rescued)");
   }
@@ -558,7 +560,7 @@ struct Client::Impl {
       std::lock_guard lock(mu_);
       for (auto it = running_.lower_bound({id, INT64_MIN});
            it != running_.end() && it->first.first == id; ++it) {
-        beats.push_back({id, it->first.second, it->second->entry().claim_slot, std::nullopt});
+        beats.push_back(QueueStorage::Heartbeat::of(it->second->entry()));
       }
     }
     if (!beats.empty()) stop_closed(beats, "cancelled");
@@ -639,6 +641,8 @@ struct Client::Impl {
       s.leader = m->leader();
       s.rescued = m->rescued();
       s.promoted = m->promoted();
+      s.rotations = m->rotations();
+      s.prunes = m->prunes();
     }
     return s;
   }

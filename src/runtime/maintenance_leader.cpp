@@ -126,12 +126,42 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
   }
+  if (options_.rotate_interval.count() > 0) rings(conn);
   const auto now = std::chrono::steady_clock::now();
   if (last_purge_ == std::chrono::steady_clock::time_point{} ||
       now - last_purge_ >= options_.purge_interval) {
     last_purge_ = now;
     const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
     if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+  }
+}
+
+void MaintenanceLeader::rings(awa::Connection& conn) {
+  const Admin admin(options_.schema);
+  const auto now = std::chrono::steady_clock::now();
+  const bool rotate_due = last_rotate_ == std::chrono::steady_clock::time_point{} ||
+                          now - last_rotate_ >= options_.rotate_interval;
+  if (rotate_due) last_rotate_ = now;
+  for (const char* ring : kRings) {
+    // Sealed slots whose work is all done go first; a ring has at most slot_count of them.
+    for (int i = 0; i < 64; ++i) {
+      const auto pruned = admin.prune(conn, ring, false, options_.failed_retention);
+      if (!pruned.done) break;
+      prunes_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!rotate_due) continue;
+    auto rotated = admin.rotate(conn, ring);
+    if (!rotated.done && rotated.reason.find("must be pruned first") != std::string::npos) {
+      // The ring is full: carry the oldest slot's live work forward so it can advance.
+      const auto carried = admin.prune(conn, ring, true, options_.failed_retention);
+      if (carried.done) {
+        prunes_.fetch_add(1, std::memory_order_relaxed);
+        spdlog::info("maintenance: {} ring full; pruned generation {} carrying {} live rows", ring,
+                     carried.generation, carried.rows_carried);
+        rotated = admin.rotate(conn, ring);
+      }
+    }
+    if (rotated.done) rotations_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -10,7 +10,14 @@
 //
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
-// same round usually promotes them — then, at most once per purge interval, purge the DLQ.
+// same round usually promotes them — then the rings (below), then, at most once per purge
+// interval, purge the DLQ.
+//
+// Rings (docs/design/rings.md), every round: prune each ring's sealed slots while they
+// are free of live work (cheap refusals otherwise), and once per rotate interval rotate
+// each ring. A rotation refused because the next slot still holds an unpruned
+// generation means the ring is full: that slot is then pruned with carry (its live work
+// copied forward), so a paused queue or a long attempt never stops the ring.
 //
 // Thread safety: start()/stop() from one thread; leader() and the counters from any.
 #pragma once
@@ -42,6 +49,11 @@ struct MaintenanceOptions {
   std::chrono::milliseconds purge_interval{60000};
   // Rows per rescue / promote call. Default: 1000.
   int batch = 1000;
+  // How often each ring rotates (only when its current slot holds rows); zero turns
+  // rotation and prune off. Default: 5 s.
+  std::chrono::milliseconds rotate_interval{5000};
+  // Failed jobs stay in the rings (inspectable, retryable) at least this long. Default: 72 h.
+  std::chrono::seconds failed_retention{std::chrono::hours(72)};
 };
 
 class MaintenanceLeader {
@@ -59,11 +71,15 @@ class MaintenanceLeader {
   bool leader() const noexcept { return leader_.load(std::memory_order_relaxed); }
   std::uint64_t rescued() const noexcept { return rescued_.load(std::memory_order_relaxed); }
   std::uint64_t promoted() const noexcept { return promoted_.load(std::memory_order_relaxed); }
+  std::uint64_t rotations() const noexcept { return rotations_.load(std::memory_order_relaxed); }
+  std::uint64_t prunes() const noexcept { return prunes_.load(std::memory_order_relaxed); }
 
  private:
   void run();
   // One maintenance round on the leader's connection.
   void round(awa::Connection& conn);
+  // Prune and rotate every ring (see above).
+  void rings(awa::Connection& conn);
   // Waits up to `d` or until stop(); returns false when stopping.
   bool pause(std::chrono::milliseconds d);
 
@@ -80,7 +96,10 @@ class MaintenanceLeader {
   std::atomic<bool> leader_{false};
   std::atomic<std::uint64_t> rescued_{0};
   std::atomic<std::uint64_t> promoted_{0};
-  std::chrono::steady_clock::time_point last_purge_{};  // maintenance thread only
+  std::atomic<std::uint64_t> rotations_{0};
+  std::atomic<std::uint64_t> prunes_{0};
+  std::chrono::steady_clock::time_point last_rotate_{};  // maintenance thread only
+  std::chrono::steady_clock::time_point last_purge_{};   // maintenance thread only
 };
 
 }  // namespace awa::runtime

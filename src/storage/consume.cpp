@@ -36,6 +36,7 @@ Completion Completion::of(const ClaimedEntry& e, Outcome outcome, std::string er
   c.job_id = e.job_id;
   c.run_lease = e.run_lease;
   c.claim_slot = e.claim_slot;
+  c.claim_batch = e.claim_batch;
   c.ready_slot = e.ready_slot;
   c.queue = e.queue;
   c.priority = e.priority;
@@ -96,7 +97,6 @@ std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
 Consumer::Consumer(const std::string& quoted_schema)
     : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
-      complete_ok_sql_(sql::render(sql::file("queries/consume/complete_ok.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
       rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)) {}
@@ -130,20 +130,21 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     e.ready_slot = res.get<int>(r, 4);
     e.lane_seq = res.get<std::int64_t>(r, 5);
     e.claim_slot = res.get<int>(r, 6);
-    e.queue = res.get<std::string>(r, 7);
-    e.priority = res.get<int>(r, 8);
-    e.effective_priority = res.get<int>(r, 9);
-    e.kind = res.get<std::string>(r, 10);
-    e.args_json = res.get<std::string>(r, 11);
-    if (!res.is_null(r, 12)) e.metadata = nlohmann::json::parse(res.text(r, 12));
-    if (!res.is_null(r, 13)) e.tags = parse_text_array(res.text(r, 13));
-    e.max_attempts = res.get<int>(r, 14);
-    if (!res.is_null(r, 15)) e.ordering_key = res.get<pg::Bytea>(r, 15).bytes;
-    if (!res.is_null(r, 16)) e.errors = nlohmann::json::parse(res.text(r, 16));
-    e.run_at = res.get<std::chrono::system_clock::time_point>(r, 17);
-    e.created_at = res.get<std::chrono::system_clock::time_point>(r, 18);
-    e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 19);
-    e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 20);
+    e.claim_batch = res.get<std::int64_t>(r, 7);
+    e.queue = res.get<std::string>(r, 8);
+    e.priority = res.get<int>(r, 9);
+    e.effective_priority = res.get<int>(r, 10);
+    e.kind = res.get<std::string>(r, 11);
+    e.args_json = res.get<std::string>(r, 12);
+    if (!res.is_null(r, 13)) e.metadata = nlohmann::json::parse(res.text(r, 13));
+    if (!res.is_null(r, 14)) e.tags = parse_text_array(res.text(r, 14));
+    e.max_attempts = res.get<int>(r, 15);
+    if (!res.is_null(r, 16)) e.ordering_key = res.get<pg::Bytea>(r, 16).bytes;
+    if (!res.is_null(r, 17)) e.errors = nlohmann::json::parse(res.text(r, 17));
+    e.run_at = res.get<std::chrono::system_clock::time_point>(r, 18);
+    e.created_at = res.get<std::chrono::system_clock::time_point>(r, 19);
+    e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 20);
+    e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 21);
     out.push_back(std::move(e));
   }
   // ADR-025's awa.job.claimed{awa.enqueue.shard}. A claim reads one lane, so this is one
@@ -164,19 +165,16 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
   return out;
 }
 
-pg::Result Consumer::complete_general(pg::Connection& conn,
-                                      std::span<const Completion> completions) const {
+std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
+                                                 std::span<const Completion> completions) const {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  ArrayLiteral job_id, run_lease, claim_slot, ready_slot, queue, priority, shard, lane_seq, outcome,
-      error, delay, max_attempts;
+  std::vector<CompletionResult> results;
+  results.reserve(completions.size());
+  if (completions.empty()) return results;
+  const auto started = std::chrono::steady_clock::now();
+  ArrayLiteral batch, lane_seq, outcome, error, delay;
   for (const auto& c : completions) {
-    job_id.add(c.job_id);
-    run_lease.add(c.run_lease);
-    claim_slot.add(static_cast<std::int64_t>(c.claim_slot));
-    ready_slot.add(static_cast<std::int64_t>(c.ready_slot));
-    queue.add(c.queue);
-    priority.add(static_cast<std::int64_t>(c.priority));
-    shard.add(static_cast<std::int64_t>(c.enqueue_shard));
+    batch.add(c.claim_batch);
     lane_seq.add(c.lane_seq);
     outcome.add(to_string(c.outcome));
     if (c.error.empty()) {
@@ -184,60 +182,31 @@ pg::Result Consumer::complete_general(pg::Connection& conn,
     } else {
       error.add(c.error);
     }
-    auto d = c.delay;
-    if (d.count() < 0) {
-      d = c.outcome == Outcome::kRetry ? retry_backoff(c.attempt, rng())
-                                       : std::chrono::milliseconds(kDefaultSnooze);
+    if (c.outcome == Outcome::kRetry || c.outcome == Outcome::kSnooze) {
+      auto d = c.delay;
+      if (d.count() < 0) {
+        d = c.outcome == Outcome::kRetry ? retry_backoff(c.attempt, rng())
+                                         : std::chrono::milliseconds(kDefaultSnooze);
+      }
+      delay.add(fmt::format("{:.3f}", static_cast<double>(d.count()) / 1000.0));
+    } else {
+      delay.add_null();
     }
-    delay.add(fmt::format("{:.3f}", static_cast<double>(d.count()) / 1000.0));
-    max_attempts.add(static_cast<std::int64_t>(c.max_attempts));
   }
-  return conn.exec_cached(
-      complete_sql_, pg::make_params(std::move(job_id).finish(), std::move(run_lease).finish(),
-                                     std::move(claim_slot).finish(), std::move(ready_slot).finish(),
-                                     std::move(queue).finish(), std::move(priority).finish(),
-                                     std::move(shard).finish(), std::move(lane_seq).finish(),
+  const auto res = conn.exec_cached(
+      complete_sql_, pg::make_params(std::move(batch).finish(), std::move(lane_seq).finish(),
                                      std::move(outcome).finish(), std::move(error).finish(),
-                                     std::move(delay).finish(), std::move(max_attempts).finish()));
-}
-
-std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
-                                                 std::span<const Completion> completions) const {
-  std::vector<CompletionResult> results;
-  results.reserve(completions.size());
-  if (completions.empty()) return results;
-
-  const auto started = std::chrono::steady_clock::now();
-  const bool all_completed =
-      std::all_of(completions.begin(), completions.end(),
-                  [](const Completion& c) { return c.outcome == Outcome::kCompleted; });
-  pg::Result res;
-  if (all_completed) {
-    ArrayLiteral ids, leases, slots;
-    for (const auto& c : completions) {
-      ids.add(c.job_id);
-      leases.add(c.run_lease);
-      slots.add(static_cast<std::int64_t>(c.claim_slot));
-    }
-    res = conn.exec_cached(complete_ok_sql_,
-                           pg::make_params(std::move(ids).finish(), std::move(leases).finish(),
-                                           std::move(slots).finish()));
-  } else {
-    res = complete_general(conn, completions);
-  }
-  // (job_id, run_lease) -> state, for the attempts this statement closed.
-  std::map<std::pair<JobId, std::int64_t>, std::string> closed;
+                                     std::move(delay).finish()));
+  // close_attempts answers (input position, state) for the attempts it closed; the
+  // others (already closed, or a repeat within this call) are stale.
+  for (const auto& c : completions) results.push_back({c.job_id, c.run_lease, std::nullopt});
   for (int r = 0; r < res.rows(); ++r) {
-    closed.emplace(std::pair{res.get<std::int64_t>(r, 0), res.get<std::int64_t>(r, 1)},
-                   res.get<std::string>(r, 2));
-  }
-  for (const auto& c : completions) {
-    CompletionResult out{c.job_id, c.run_lease, std::nullopt};
-    if (const auto it = closed.find({c.job_id, c.run_lease}); it != closed.end()) {
-      out.state = it->second;
-      closed.erase(it);  // a duplicate of the same attempt in one batch is stale
+    const auto ord = res.get<std::int64_t>(r, 0);
+    if (ord < 1 || ord > static_cast<std::int64_t>(results.size())) {
+      throw Error(fmt::format("close_attempts returned position {} for {} completions", ord,
+                              results.size()));
     }
-    results.push_back(std::move(out));
+    results[static_cast<std::size_t>(ord - 1)].state = res.get<std::string>(r, 1);
   }
   // One series lookup per (queue, state) present in the batch, not per row.
   auto& m = metrics::engine();
@@ -262,11 +231,14 @@ std::vector<std::pair<JobId, std::int64_t>> Consumer::heartbeat(
     pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const {
   std::vector<std::pair<JobId, std::int64_t>> open;
   if (beats.empty()) return open;
-  ArrayLiteral ids, leases, slots, progress;
+  ArrayLiteral batches, lane_seqs, ids, leases, slots, attempts, progress;
   for (const auto& b : beats) {
+    batches.add(b.claim_batch);
+    lane_seqs.add(b.lane_seq);
     ids.add(b.job_id);
     leases.add(b.run_lease);
-    slots.add(static_cast<std::int64_t>(b.claim_slot));
+    slots.add(static_cast<std::int64_t>(b.ready_slot));
+    attempts.add(static_cast<std::int64_t>(b.attempt));
     if (b.progress_json) {
       progress.add(*b.progress_json);
     } else {
@@ -274,8 +246,10 @@ std::vector<std::pair<JobId, std::int64_t>> Consumer::heartbeat(
     }
   }
   const auto res = conn.exec_cached(
-      heartbeat_sql_, pg::make_params(std::move(ids).finish(), std::move(leases).finish(),
-                                      std::move(slots).finish(), std::move(progress).finish()));
+      heartbeat_sql_, pg::make_params(std::move(batches).finish(), std::move(lane_seqs).finish(),
+                                      std::move(ids).finish(), std::move(leases).finish(),
+                                      std::move(slots).finish(), std::move(attempts).finish(),
+                                      std::move(progress).finish()));
   open.reserve(static_cast<std::size_t>(res.rows()));
   for (int r = 0; r < res.rows(); ++r) {
     open.emplace_back(res.get<std::int64_t>(r, 0), res.get<std::int64_t>(r, 1));

@@ -36,12 +36,8 @@ class Consumer {
                                             int limit) const;
 
  private:
-  // Any mix of outcomes: the fused statement of complete.sql.
-  pg::Result complete_general(pg::Connection& conn, std::span<const Completion> completions) const;
-
   std::string claim_sql_;
   std::string complete_sql_;
-  std::string complete_ok_sql_;
   std::string promote_sql_;
   std::string heartbeat_sql_;
   std::string rescue_sql_;

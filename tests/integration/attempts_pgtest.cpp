@@ -22,7 +22,7 @@ class AttemptsTest : public StorageTest {
   }
   static QueueStorage::Heartbeat beat(const ClaimedEntry& e,
                                       std::optional<std::string> progress = std::nullopt) {
-    return QueueStorage::Heartbeat{e.job_id, e.run_lease, e.claim_slot, std::move(progress)};
+    return QueueStorage::Heartbeat::of(e, std::move(progress));
   }
   JobId enqueue(const std::string& queue, int max_attempts = 25,
                 std::optional<std::string> key = std::nullopt) {
@@ -93,7 +93,7 @@ TEST_F(AttemptsTest, RescueRespectsMaxAttempts) {
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].state, "failed");
   EXPECT_EQ(store_->promote_due(conn()), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'failed'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'failed'"), 1);
 }
 
 TEST_F(AttemptsTest, HeartbeatKeepsAnAttemptAliveAndDeadlineRescuesIt) {
@@ -104,7 +104,7 @@ TEST_F(AttemptsTest, HeartbeatKeepsAnAttemptAliveAndDeadlineRescuesIt) {
   store_->heartbeat(conn(), std::vector{beat(e)});
   EXPECT_TRUE(store_->rescue(conn(), std::chrono::minutes(1)).empty());
   // Let the hard deadline pass without waiting for it (a sleep would race a slow build).
-  conn().exec("UPDATE lease_claims SET deadline_at = now() - interval '1 second'");
+  conn().exec("UPDATE claim_batches SET deadline_at = now() - interval '1 second'");
   const auto rescued = store_->rescue(conn(), std::chrono::minutes(1));
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].why, "rescued: deadline exceeded");
@@ -119,8 +119,10 @@ TEST_F(AttemptsTest, CancelScheduledJob) {
   Admin admin(schema_);
   EXPECT_EQ(admin.cancel_job(pc, id), "scheduled");
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
-  EXPECT_EQ(count("SELECT lane_seq FROM done_entries WHERE state = 'cancelled'"), -id);
-  EXPECT_EQ(admin.cancel_job(pc, id), "missing");
+  EXPECT_EQ(count("SELECT lane_seq FROM attempt_outcomes WHERE state = 'cancelled'"), -id);
+  // Cancelled is finished, not unknown.
+  EXPECT_EQ(admin.cancel_job(pc, id), "finished");
+  EXPECT_EQ(admin.cancel_job(pc, id + 1000), "missing");
 }
 
 TEST_F(AttemptsTest, CancelAvailableJobTombstonesItAndTheClaimPassesIt) {
@@ -152,7 +154,7 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
   ASSERT_TRUE(note.has_value());
   EXPECT_EQ(note->payload, std::to_string(id));
 
-  EXPECT_EQ(count("SELECT enqueue_shard FROM done_entries WHERE state = 'cancelled'"), 4);
+  EXPECT_EQ(count("SELECT enqueue_shard FROM attempt_outcomes WHERE state = 'cancelled'"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
   EXPECT_TRUE(store_->heartbeat(conn(), std::vector{beat(e)}).empty());
   const auto r = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
@@ -162,7 +164,7 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
 
 TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished) {
   // Guards the per-attempt lock: completion and cancel of one attempt serialise on the
-  // done_entries key, and the second closer changes nothing.
+  // claim batch's advisory lock, and the second closer changes nothing.
   set_shards("race", 8);
   const auto id = enqueue("race", 25, "customer-42");
   const auto e = claim_one("race");
@@ -176,14 +178,15 @@ TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished)
   const int pid = canceller.native().backend_pid();
   const Admin admin(schema_);
   BackgroundCall<std::string> cancel(pid, [&] { return admin.cancel_job(canceller, id); });
-  ASSERT_TRUE(eventually([&] { return waits_for_transaction(conn(), pid); }))
+  ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
       << "cancel did not wait for the open completion";
   completer.exec("COMMIT");
   ASSERT_TRUE(cancel.finishes_within(std::chrono::seconds(10)));
   EXPECT_EQ(cancel.get(), "finished");
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 1);
   EXPECT_EQ(
-      count("SELECT count(*) FROM done_entries WHERE state = 'completed' AND enqueue_shard = 4"),
+      count(
+          "SELECT count(*) FROM attempt_outcomes WHERE state = 'completed' AND enqueue_shard = 4"),
       1);
 }
 
@@ -200,16 +203,17 @@ TEST_F(AttemptsTest, CompletionRacingAnUncommittedCancelWaitsAndIsStale) {
   BackgroundCall<std::vector<CompletionResult>> complete(pid, [&] {
     return store_->complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)});
   });
-  ASSERT_TRUE(eventually([&] { return waits_for_transaction(conn(), pid); }))
+  ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
       << "completion did not wait for the open cancel";
   canceller.execute("COMMIT");
   ASSERT_TRUE(complete.finishes_within(std::chrono::seconds(10)));
   const auto results = complete.get();
   ASSERT_EQ(results.size(), 1U);
   EXPECT_TRUE(results[0].stale());
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 1);
   EXPECT_EQ(
-      count("SELECT count(*) FROM done_entries WHERE state = 'cancelled' AND enqueue_shard = 4"),
+      count(
+          "SELECT count(*) FROM attempt_outcomes WHERE state = 'cancelled' AND enqueue_shard = 4"),
       1);
 }
 

@@ -51,7 +51,7 @@ class ClaimTest : public StorageTest {
   }
 
   std::int64_t done_count(const std::string& where = "true") {
-    return count("SELECT count(*) FROM done_entries WHERE " + where);
+    return count("SELECT count(*) FROM attempt_outcomes WHERE " + where);
   }
 };
 
@@ -86,16 +86,17 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
 
   EXPECT_EQ(completed.load(), 400);
   EXPECT_EQ(done_count("state = 'completed'"), 400);
-  EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM done_entries"), 4);
+  EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM attempt_outcomes"), 4);
   // Every done row sits on its ready row's own key.
   EXPECT_EQ(
-      count("SELECT count(*) FROM done_entries d JOIN ready_entries r USING "
+      count("SELECT count(*) FROM attempt_outcomes d JOIN ready_entries r USING "
             "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.job_id = r.job_id"),
       400);
   // At least one (ready_slot, queue, priority, lane_seq) exists on two shards.
-  EXPECT_GE(count("SELECT count(*) FROM (SELECT 1 FROM done_entries GROUP BY ready_slot, queue, "
-                  "priority, lane_seq HAVING count(DISTINCT enqueue_shard) > 1) t"),
-            1);
+  EXPECT_GE(
+      count("SELECT count(*) FROM (SELECT 1 FROM attempt_outcomes GROUP BY ready_slot, queue, "
+            "priority, lane_seq HAVING count(DISTINCT enqueue_shard) > 1) t"),
+      1);
 }
 
 TEST_F(ClaimTest, MultiShardClaimPathDoesNotStarveShards) {
@@ -184,7 +185,7 @@ TEST_P(ConcurrentClaimTest, EightClaimersNeverDuplicateSkipOrReorder) {
       EXPECT_EQ(b[i].lane_seq, b[i - 1].lane_seq + 1) << "a batch skipped or reordered";
     }
   }
-  EXPECT_EQ(count("SELECT count(*) FROM lease_claims"), total);
+  EXPECT_EQ(count("SELECT coalesce(sum(n_items), 0) FROM claim_batches"), total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, ConcurrentClaimTest, ::testing::Values(1, 4));
@@ -242,7 +243,7 @@ TEST_F(ClaimTest, RolledBackClaimHandsTheSameRowsOutAgain) {
     EXPECT_EQ(again[i].job_id, first[i].job_id);
     EXPECT_EQ(again[i].run_lease, 1);
   }
-  EXPECT_EQ(count("SELECT count(*) FROM lease_claims"), 5);
+  EXPECT_EQ(count("SELECT coalesce(sum(n_items), 0) FROM claim_batches"), 5);
 }
 
 TEST_F(ClaimTest, CrashBeforeCommitLosesNothingAndCrashAfterCommitDuplicatesNothing) {
@@ -270,23 +271,31 @@ TEST_F(ClaimTest, CrashBeforeCommitLosesNothingAndCrashAfterCommitDuplicatesNoth
   const auto rest = store_->claim(conn(), "crash");
   ASSERT_EQ(rest.size(), 3U);
   EXPECT_EQ(rest[0].lane_seq, 4);
-  EXPECT_EQ(count("SELECT count(*) FROM lease_claims"), 6);
-  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM lease_claims"), 6);
+  EXPECT_EQ(count("SELECT coalesce(sum(n_items), 0) FROM claim_batches"), 6);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM open_attempts()"), 6);
 }
 
-TEST_F(ClaimTest, SeveralLiveReadySlotsAreRefusedNotClaimedOutOfOrder) {
-  // Guards the one-live-slot assumption of claim_ready_runtime (ring rotation does not
-  // exist yet): with two live slots it must refuse, not claim without merging them.
-  enqueue("ring", 1);
-  conn().exec("UPDATE ring_state SET current_slot = 1 WHERE ring = 'queue'");
-  try {
-    store_->claim(conn(), "ring");
-    FAIL() << "claimed with two live ready slots";
-  } catch (const DatabaseError& e) {
-    EXPECT_EQ(e.sqlstate(), "0A000");
+TEST_F(ClaimTest, ClaimMergesOneLaneAcrossLiveReadySlotsInLaneOrder) {
+  // Rows of one lane sit in several live slots once the queue ring rotates under a
+  // backlog; the claim merges them in lane_seq order (it used to refuse with 0A000).
+  enqueue("ring", 3);
+  ASSERT_TRUE(conn().exec("SELECT rotated FROM rotate_ring('queue')").get<bool>(0, 0));
+  enqueue("ring", 3);
+  ASSERT_TRUE(conn().exec("SELECT rotated FROM rotate_ring('queue')").get<bool>(0, 0));
+  enqueue("ring", 2);
+  QueueStorage::ClaimOptions o;
+  o.max_batch = 5;
+  const auto first = store_->claim(conn(), "ring", o);
+  const auto rest = store_->claim(conn(), "ring", o);
+  ASSERT_EQ(first.size(), 5U);
+  ASSERT_EQ(rest.size(), 3U);
+  std::vector<std::pair<std::int64_t, int>> got;
+  for (const auto* part : {&first, &rest}) {
+    for (const auto& e : *part) got.emplace_back(e.lane_seq, e.ready_slot);
   }
-  conn().exec("UPDATE ring_state SET current_slot = 0 WHERE ring = 'queue'");
-  EXPECT_EQ(store_->claim(conn(), "ring").size(), 1U);
+  EXPECT_EQ(got, (std::vector<std::pair<std::int64_t, int>>{
+                     {1, 0}, {2, 0}, {3, 0}, {4, 1}, {5, 1}, {6, 1}, {7, 2}, {8, 2}}));
+  EXPECT_EQ(count("SELECT n_items FROM claim_batches ORDER BY batch_id LIMIT 1"), 5);
 }
 
 TEST_F(ClaimTest, PausedQueueReturnsNothing) {
@@ -330,7 +339,7 @@ TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   EXPECT_EQ(e.ordering_key, std::optional<std::string>("customer-42"));
   ASSERT_TRUE(e.deadline_at.has_value());
   EXPECT_NEAR(std::chrono::duration<double>(*e.deadline_at - e.claimed_at).count(), 60.0, 0.01);
-  EXPECT_EQ(count("SELECT enqueue_shard FROM lease_claims"), 4);
+  EXPECT_EQ(count("SELECT enqueue_shard FROM claim_batches"), 4);
 }
 
 TEST_F(ClaimTest, StaleCompletionChangesNothing) {
@@ -338,10 +347,15 @@ TEST_F(ClaimTest, StaleCompletionChangesNothing) {
   auto claimed = store_->claim(conn(), "st");
   ASSERT_EQ(claimed.size(), 1U);
   const auto ok = Completion::of(claimed[0], Outcome::kCompleted);
-  auto wrong_lease = ok;
-  wrong_lease.run_lease = 2;
-  auto res = store_->complete(conn(), std::vector<Completion>{wrong_lease});
+  // An attempt is named by its claim batch and lane position: a completion naming a
+  // receipt that does not exist, or a position outside its batch, matches nothing.
+  auto no_such_batch = ok;
+  no_such_batch.claim_batch += 1000;
+  auto outside = ok;
+  outside.lane_seq += 1;
+  auto res = store_->complete(conn(), std::vector<Completion>{no_such_batch, outside});
   EXPECT_TRUE(res[0].stale());
+  EXPECT_TRUE(res[1].stale());
   res = store_->complete(conn(), std::vector<Completion>{ok, ok});
   EXPECT_EQ(res[0].state, "completed");
   EXPECT_TRUE(res[1].stale()) << "the same attempt finalised twice in one batch";
@@ -349,7 +363,7 @@ TEST_F(ClaimTest, StaleCompletionChangesNothing) {
       conn(), std::vector<Completion>{Completion::of(claimed[0], Outcome::kFail, "late")});
   EXPECT_TRUE(res[0].stale());
   EXPECT_EQ(done_count(), 1);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 1);
 }
 
 TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
@@ -395,7 +409,8 @@ TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
   // The error of every attempt is kept: two on the last ready row, the last on the done row.
   const auto last = conn().exec(
-      "SELECT r.errors::text, d.error, d.attempt FROM done_entries d JOIN ready_entries r USING "
+      "SELECT r.errors::text, d.error, d.attempt FROM attempt_outcomes d JOIN ready_entries r "
+      "USING "
       "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.state = 'failed' AND "
       "d.job_id = " +
       std::to_string(id));

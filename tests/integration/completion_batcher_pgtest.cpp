@@ -52,7 +52,7 @@ TEST_F(CompletionBatcherTest, ConcurrentSubmittersAreWrittenInFewFlushes) {
     EXPECT_LT(s.flushes, 4000U);
   }
   EXPECT_EQ(completed.load(), 4000);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 4000);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 4000);
 }
 
 TEST_F(CompletionBatcherTest, FlushIntervalBoundsTheWaitOfALoneCompletion) {
@@ -86,8 +86,8 @@ TEST_F(CompletionBatcherTest, StaleCompletionsAreReportedNotApplied) {
   batcher.flush();
   EXPECT_EQ(stale.load(), 1);
   EXPECT_EQ(batcher.stats().stale, 1U);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 2);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'failed'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'failed'"), 0);
 }
 
 TEST_F(CompletionBatcherTest, DestructorWritesEverythingSubmitted) {
@@ -99,7 +99,7 @@ TEST_F(CompletionBatcherTest, DestructorWritesEverythingSubmitted) {
     runtime::CompletionBatcher batcher(pool, *store_, o);
     for (const auto& e : claimed) batcher.submit(Completion::of(e, Outcome::kCompleted));
   }
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 300);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 300);
 }
 
 }  // namespace

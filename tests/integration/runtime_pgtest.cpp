@@ -53,7 +53,8 @@ class WorkerProcess {
   WorkerProcess(const std::string& schema, std::vector<std::string> args)
       : log_path_(::testing::TempDir() + "awa_work_" + schema + "_" + std::to_string(counter_++) +
                   ".log") {
-    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema, "work"};
+    // These tests read the attempt history afterwards: no ring prune may remove it.
+    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema, "work", "--rotate-ms", "0"};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : argv_s) argv.push_back(s.data());
@@ -115,6 +116,9 @@ class RuntimeTest : public StorageTest {
     o.heartbeat_interval = milliseconds(200);
     o.stale_after = seconds(30);
     o.maintenance_interval = milliseconds(100);
+    // These tests read the attempt history afterwards, so no ring prune may remove it;
+    // rings_pgtest.cpp runs the runtime with rotation on.
+    o.ring_rotate_interval = milliseconds(0);
     o.application_name = "awa_tests_runtime";
     return o;
   }
@@ -146,7 +150,8 @@ class RuntimeTest : public StorageTest {
   // rows close an attempt, not the job).
   std::int64_t terminal(const std::string& where = "true") {
     return count(
-        "SELECT count(*) FROM done_entries WHERE state IN ('completed','failed','cancelled','dlq') "
+        "SELECT count(*) FROM attempt_outcomes WHERE state IN "
+        "('completed','failed','cancelled','dlq') "
         "AND " +
         where);
   }
@@ -190,10 +195,10 @@ TEST_F(RuntimeTest, TenThousandJobsOverFourShardsFinishExactlyOnce) {
   EXPECT_EQ(s.stale_completions, 0U);
   EXPECT_EQ(s.running, 0);
   EXPECT_EQ(handled.load(), 10000);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), 10000);
-  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries"), 10000);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 10000);
-  EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM done_entries"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 10000);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM attempt_outcomes"), 10000);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 10000);
+  EXPECT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM attempt_outcomes"), 4);
 }
 
 TEST_F(RuntimeTest, HandlerOutcomesAreRecorded) {
@@ -219,25 +224,29 @@ TEST_F(RuntimeTest, HandlerOutcomesAreRecorded) {
       seconds(20)));
   client.stop();
 
-  // The throw is a retryable failure: back to deferred_jobs with the message kept.
-  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
-                              "'retried' AND error = 'kaboom from the handler'",
+  // The throw is a retryable failure: back to deferred_jobs with the message kept (and,
+  // once its backoff of at most a second has passed, promoted to a new ready row that
+  // still carries it).
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = "
+                              "'retried' AND error = 'kaboom from the handler' AND attempt = 1",
                               thrown)),
             1);
-  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM deferred_jobs WHERE job_id = {} AND "
-                              "errors::text LIKE '%kaboom from the handler%'",
-                              thrown)),
-            1);
-  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
+  EXPECT_EQ(
+      count(fmt::format("SELECT count(*) FROM (SELECT errors FROM deferred_jobs WHERE job_id = "
+                        "{0} UNION ALL SELECT errors FROM ready_entries WHERE job_id = {0} "
+                        "AND run_lease = 1) j WHERE errors::text LIKE '%kaboom from the handler%'",
+                        thrown)),
+      1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = "
                               "'failed' AND error = 'nope, never'",
                               failed)),
             1);
-  EXPECT_EQ(
-      count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'snoozed'",
-                        snoozed)),
-      1);
+  EXPECT_EQ(count(fmt::format(
+                "SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = 'snoozed'",
+                snoozed)),
+            1);
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM deferred_jobs WHERE job_id = {}", snoozed)), 1);
-  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {} AND state = "
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = "
                               "'failed' AND error = 'no worker registered for kind no_such_kind'",
                               unknown)),
             1);
@@ -276,10 +285,11 @@ TEST_F(RuntimeTest, CancelFiresTheRunningHandlersStopToken) {
   ASSERT_TRUE(eventually([&] { return client.stats().stale_completions >= 1; }, seconds(5)));
   client.stop();
   EXPECT_EQ(terminal(fmt::format("job_id = {}", id)), 1);
-  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM done_entries WHERE job_id = {}", id)), 1);
-  EXPECT_EQ(count(fmt::format(
-                "SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'cancelled'", id)),
-            1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM attempt_outcomes WHERE job_id = {}", id)), 1);
+  EXPECT_EQ(
+      count(fmt::format(
+          "SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = 'cancelled'", id)),
+      1);
 }
 
 TEST_F(RuntimeTest, SetProgressMaterialisesALeaseWithTheProgress) {
@@ -360,10 +370,10 @@ TEST_F(RuntimeTest, GracefulShutdownUnderLoadLosesNothing) {
     second.stop();
   }
   EXPECT_EQ(terminal(), kJobs);
-  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries WHERE state IN "
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM attempt_outcomes WHERE state IN "
                   "('completed','failed','cancelled','dlq')"),
             kJobs);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), kJobs);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), kJobs);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
   EXPECT_EQ(static_cast<std::int64_t>(ids.size()), kJobs);
 }
@@ -374,14 +384,13 @@ TEST_F(RuntimeTest, KilledWorkerProcessJobsAreRescuedAndCompletedOnce) {
   {
     WorkerProcess victim(schema_, {"--queue", "killed:8", "--heartbeat-ms", "100", "--stale-ms",
                                    "1000", "--maintenance-ms", "100", "--no-maintenance"});
-    ASSERT_TRUE(
-        eventually([&] { return count("SELECT count(*) FROM lease_claims") >= 8; }, seconds(30)))
+    ASSERT_TRUE(eventually(
+        [&] { return count("SELECT coalesce(sum(n_items), 0) FROM claim_batches") >= 8; },
+        seconds(30)))
         << victim.log();
     victim.kill9();
   }
-  const auto open_at_kill = count(
-      "SELECT count(*) FROM lease_claims lc WHERE NOT EXISTS (SELECT 1 FROM done_entries d "
-      "WHERE d.job_id = lc.job_id AND d.run_lease = lc.run_lease)");
+  const auto open_at_kill = count("SELECT count(*) FROM open_attempts()");
   EXPECT_GT(open_at_kill, 0);
 
   ClientOptions o = options();
@@ -396,10 +405,10 @@ TEST_F(RuntimeTest, KilledWorkerProcessJobsAreRescuedAndCompletedOnce) {
   ASSERT_TRUE(eventually([&] { return terminal() >= kJobs; }, seconds(60)))
       << "terminal " << terminal();
   rescuer.stop();
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'completed'"), kJobs);
-  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM done_entries WHERE state = 'completed'"),
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), kJobs);
+  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM attempt_outcomes WHERE state = 'completed'"),
             kJobs);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'rescued'"), open_at_kill);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'rescued'"), open_at_kill);
   EXPECT_EQ(rescuer.stats().rescued, static_cast<std::uint64_t>(open_at_kill));
 }
 
@@ -440,7 +449,7 @@ TEST_F(RuntimeTest, LeaderFailOverPromotesAndRescues) {
   ASSERT_TRUE(eventually(
       [&] {
         return count(fmt::format(
-                   "SELECT count(*) FROM done_entries WHERE job_id = {} AND state = 'rescued'",
+                   "SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = 'rescued'",
                    orphan)) == 1;
       },
       seconds(30)));

@@ -4,7 +4,7 @@
 -- lane_seq = first + ordinality - 1, so callers map ids back to input order by lane_seq.
 WITH r AS MATERIALIZED (
     SELECT rr.first_seq, rr.repaired,
-           (SELECT current_slot FROM {schema}.ring_state WHERE ring = 'queue') AS slot
+           {schema}.ring_current_slot('queue') AS slot
     FROM {schema}.reserve_lane_range($1, $2, $3, $4) rr),
 ins AS (
     INSERT INTO {schema}.ready_entries

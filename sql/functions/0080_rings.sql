@@ -1,0 +1,451 @@
+-- Ring rotation and prune (docs/design/rings.md).
+--
+-- Rings: queue (ready_entries, done_entries, ready_tombstones by ready_slot), claim
+-- (claim_batches, claim_closures by claim_slot), lease (leases by lease_slot).
+--
+-- Rotation appends generation g+1 to ring_rotations: a compare-and-swap on the ledger's
+-- primary key, so two rotators can never both advance one generation. It advances only
+-- into a slot whose previous generation was pruned, and not at all while the current
+-- slot is empty (an idle ring writes nothing).
+--
+-- Prune truncates the oldest sealed generation's slot. It never waits: the ring's
+-- advisory lock is only tried, the slot's partitions are locked NOWAIT (a prune that
+-- queued for ACCESS EXCLUSIVE would queue every producer and claimer behind it, see the
+-- PRUNE_WAITS variant of models/lock_order.pml), and each gate is checked once before
+-- the locks (cheap refusal) and again under them (rows committed while we got there).
+-- A slot with live content is refused, unless p_carry: then the live rows are copied
+-- into the current slot under the same locks, in the same transaction as the TRUNCATE,
+-- so a paused queue or a long-running attempt never pins the ring. Failed terminal rows
+-- younger than p_failed_retention are always carried with their ready rows. Terminal
+-- counts of what is removed are added to terminal_rollups first.
+
+CREATE OR REPLACE FUNCTION {schema}.ring_parents(p_ring text)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p_ring
+               WHEN 'queue' THEN ARRAY['ready_entries', 'done_entries', 'ready_tombstones']
+               WHEN 'claim' THEN ARRAY['claim_batches', 'claim_closures']
+               WHEN 'lease' THEN ARRAY['leases']
+           END
+$$;
+
+-- Rows in one slot of a ring, over all its partitions.
+CREATE OR REPLACE FUNCTION {schema}.ring_slot_rows(p_ring text, p_slot integer)
+RETURNS bigint
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_parent text;
+    v_n      bigint;
+    v_total  bigint := 0;
+BEGIN
+    FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
+        EXECUTE format('SELECT count(*) FROM %s.%I', '{schema}', v_parent || '_' || p_slot) INTO v_n;
+        v_total := v_total + v_n;
+    END LOOP;
+    RETURN v_total;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.ring_slot_empty(p_ring text, p_slot integer)
+RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_parent text;
+    v_any    boolean;
+BEGIN
+    FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s.%I)', '{schema}', v_parent || '_' || p_slot) INTO v_any;
+        IF v_any THEN
+            RETURN false;
+        END IF;
+    END LOOP;
+    RETURN true;
+END
+$$;
+
+-- Records why a rotation or prune did nothing; writes only when the reason changes, so
+-- a ring that stays idle is not rewritten every tick.
+CREATE OR REPLACE FUNCTION {schema}.ring_note_skip(p_ring text, p_action text, p_reason text)
+RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO {schema}.ring_skips AS s (ring, action, reason) VALUES (p_ring, p_action, p_reason)
+    ON CONFLICT (ring, action) DO UPDATE SET reason = EXCLUDED.reason, skipped_at = now()
+    WHERE s.reason IS DISTINCT FROM EXCLUDED.reason
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.ring_check(p_ring text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF p_ring IS NULL OR p_ring NOT IN ('queue', 'claim', 'lease') THEN
+        RAISE EXCEPTION 'unknown ring "%" (expected queue, claim or lease)', p_ring USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.rotate_ring(p_ring text)
+RETURNS TABLE (rotated boolean, generation bigint, slot smallint, reason text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_n    integer;
+    v_cur  record;
+    v_gen  bigint;
+    v_slot smallint;
+    v_why  text;
+BEGIN
+    PERFORM {schema}.ring_check(p_ring);
+    SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = p_ring;
+    SELECT * INTO v_cur FROM {schema}.ring_current(p_ring);
+    IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:rings'), hashtext(p_ring)) THEN
+        v_why := 'busy: another rotation or prune of this ring is running';
+    ELSIF {schema}.ring_slot_empty(p_ring, v_cur.slot) THEN
+        v_why := 'idle: the current slot is empty';
+    ELSIF v_cur.generation + 1 - v_n > {schema}.ring_pruned_through(p_ring) THEN
+        v_why := format('slot %s still holds generation %s: it must be pruned first',
+                        (v_cur.generation + 1) % v_n, v_cur.generation + 1 - v_n);
+    END IF;
+    IF v_why IS NULL THEN
+        v_gen := v_cur.generation + 1;
+        v_slot := (v_gen % v_n)::smallint;
+        INSERT INTO {schema}.ring_rotations (ring, generation, slot) VALUES (p_ring, v_gen, v_slot)
+        ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            RETURN QUERY SELECT true, v_gen, v_slot, NULL::text;
+            RETURN;
+        END IF;
+        v_why := 'lost the race: another rotation advanced this generation';
+    END IF;
+    PERFORM {schema}.ring_note_skip(p_ring, 'rotate', v_why);
+    RETURN QUERY SELECT false, v_cur.generation, v_cur.slot, v_why;
+END
+$$;
+
+-- What is still live in one slot, or NULL when nothing is. Plain MVCC reads, no locks.
+CREATE OR REPLACE FUNCTION {schema}.ring_slot_live(p_ring text, p_slot integer)
+RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_lane record;
+    v_n    bigint;
+BEGIN
+    IF p_ring = 'queue' THEN
+        -- Pending: at or after the claim cursor of its OWN lane. The join is on the full
+        -- lane key: two shards both have a lane_seq 1 (models/sharded_prune.pml).
+        SELECT r.queue, r.priority, r.enqueue_shard, count(*) AS n INTO v_lane
+        FROM {schema}.ready_entries r
+        JOIN {schema}.queue_claim_heads c
+          ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+        WHERE r.ready_slot = p_slot AND r.lane_seq >= c.claim_seq
+          AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                          WHERE t.ready_slot = p_slot AND t.queue = r.queue AND t.priority = r.priority
+                            AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
+        GROUP BY r.queue, r.priority, r.enqueue_shard
+        ORDER BY r.queue, r.priority, r.enqueue_shard
+        LIMIT 1;
+        IF FOUND THEN
+            RETURN format('pending ready rows (first lane: queue %s priority %s shard %s, %s rows)',
+                          v_lane.queue, v_lane.priority, v_lane.enqueue_shard, v_lane.n);
+        END IF;
+        SELECT count(*) INTO v_n FROM {schema}.open_attempts() o WHERE o.ready_slot = p_slot;
+        IF v_n > 0 THEN
+            RETURN format('%s open attempts', v_n);
+        END IF;
+    ELSIF p_ring = 'claim' THEN
+        SELECT count(*) INTO v_n
+        FROM {schema}.claim_batches b
+        WHERE b.claim_slot = p_slot
+          AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs)) FROM {schema}.claim_closures c
+                                    WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0);
+        IF v_n > 0 THEN
+            RETURN format('%s open receipts (claim batches with attempts still open)', v_n);
+        END IF;
+    ELSE
+        SELECT count(*) INTO v_n FROM {schema}.leases l WHERE l.lease_slot = p_slot;
+        IF v_n > 0 THEN
+            RETURN format('%s active leases', v_n);
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.prune_ring(
+    p_ring text,
+    p_carry boolean DEFAULT false,
+    p_failed_retention interval DEFAULT '72 hours')
+RETURNS TABLE (pruned boolean, generation bigint, slot smallint, rows_removed bigint,
+               rows_carried bigint, reason text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_n       integer;
+    v_cur     record;
+    v_gen     bigint;
+    v_slot    smallint;
+    v_live    text;
+    v_why     text;
+    v_parent  text;
+    v_rows    bigint := 0;
+    v_carried bigint := 0;
+    v_k       bigint;
+    v_try     integer := 0;
+    v_locked  boolean := false;
+BEGIN
+    PERFORM {schema}.ring_check(p_ring);
+    SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = p_ring;
+    SELECT * INTO v_cur FROM {schema}.ring_current(p_ring);
+    v_gen := {schema}.ring_pruned_through(p_ring) + 1;
+    v_slot := (v_gen % v_n)::smallint;
+
+    IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:rings'), hashtext(p_ring)) THEN
+        v_why := 'busy: another rotation or prune of this ring is running';
+    ELSIF v_gen >= v_cur.generation THEN
+        v_why := 'nothing sealed: only the current slot holds rows';
+    ELSE
+        v_live := {schema}.ring_slot_live(p_ring, v_slot);
+        IF v_live IS NOT NULL AND NOT p_carry THEN
+            v_why := v_live;
+        END IF;
+    END IF;
+
+    IF v_why IS NULL THEN
+        -- All partitions of the slot go together, each locked NOWAIT. A few quick retries
+        -- ride out claim and completion statements that hold them for a moment.
+        LOOP
+            v_try := v_try + 1;
+            BEGIN
+                FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
+                    EXECUTE format('LOCK TABLE %s.%I IN ACCESS EXCLUSIVE MODE NOWAIT',
+                                   '{schema}', v_parent || '_' || v_slot);
+                END LOOP;
+                v_locked := true;
+            EXCEPTION WHEN lock_not_available THEN
+                v_locked := false;
+            END;
+            EXIT WHEN v_locked OR v_try >= 5;
+            PERFORM pg_sleep(0.002 * v_try);
+        END LOOP;
+        IF NOT v_locked THEN
+            v_why := 'locked: the slot is in use by running statements; retried later';
+        ELSE
+            v_live := {schema}.ring_slot_live(p_ring, v_slot);
+            IF v_live IS NOT NULL AND NOT p_carry THEN
+                v_why := v_live || ' (found on the re-check under the lock)';
+            END IF;
+        END IF;
+    END IF;
+
+    IF v_why IS NOT NULL THEN
+        PERFORM {schema}.ring_note_skip(p_ring, 'prune', v_why);
+        RETURN QUERY SELECT false, v_gen, v_slot, 0::bigint, 0::bigint, v_why;
+        RETURN;
+    END IF;
+
+    FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
+        EXECUTE format('SELECT count(*) FROM %s.%I', '{schema}', v_parent || '_' || v_slot) INTO v_k;
+        v_rows := v_rows + v_k;
+    END LOOP;
+
+    IF p_ring = 'queue' THEN
+        v_carried := {schema}.prune_carry_queue(v_slot, v_cur.slot, p_carry, p_failed_retention);
+    ELSIF p_ring = 'claim' THEN
+        v_carried := {schema}.prune_carry_claims(v_slot, v_cur.slot, p_carry);
+        IF v_carried < 0 THEN
+            PERFORM {schema}.ring_note_skip(p_ring, 'prune', 'busy: an open attempt of the slot is being closed');
+            RETURN QUERY SELECT false, v_gen, v_slot, 0::bigint, 0::bigint,
+                                'busy: an open attempt of the slot is being closed'::text;
+            RETURN;
+        END IF;
+    ELSE
+        -- Every lease row of an open attempt moves to the current slot; one whose attempt
+        -- is closed is an orphan and goes.
+        WITH moved AS (
+            INSERT INTO {schema}.leases
+            SELECT v_cur.slot, l.queue, l.priority, l.enqueue_shard, l.lane_seq, l.job_id, l.run_lease,
+                   l.ready_slot, l.attempt, l.state, l.heartbeat_at, l.deadline_at,
+                   l.callback_timeout_at, l.progress, l.claim_batch
+            FROM {schema}.leases l
+            WHERE l.lease_slot = v_slot
+              AND EXISTS (SELECT 1 FROM {schema}.open_attempts(ARRAY[l.claim_batch]) o
+                          WHERE o.lane_seq = l.lane_seq)
+            RETURNING 1)
+        SELECT count(*) INTO v_carried FROM moved;
+    END IF;
+
+    FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
+        EXECUTE format('TRUNCATE %s.%I', '{schema}', v_parent || '_' || v_slot);
+    END LOOP;
+    INSERT INTO {schema}.ring_prunes (ring, generation, slot, rows_removed, rows_carried)
+    VALUES (p_ring, v_gen, v_slot, v_rows - v_carried, v_carried);
+    -- The ledgers keep two laps of history (status and debugging need no more).
+    DELETE FROM {schema}.ring_rotations r WHERE r.ring = p_ring AND r.generation < v_cur.generation - 2 * v_n;
+    DELETE FROM {schema}.ring_prunes r WHERE r.ring = p_ring AND r.generation < v_gen - 2 * v_n;
+    RETURN QUERY SELECT true, v_gen, v_slot, v_rows - v_carried, v_carried, NULL::text;
+END
+$$;
+
+-- Queue-ring carry and count fold, under prune's locks. Returns the rows carried.
+CREATE OR REPLACE FUNCTION {schema}.prune_carry_queue(
+    p_slot smallint, p_into smallint, p_carry boolean, p_failed_retention interval)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n bigint := 0;
+    v_k bigint;
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS awa_prune_keep (
+        queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+    TRUNCATE awa_prune_keep;
+
+    -- Failed jobs stay inspectable (and retryable) for the retention window.
+    INSERT INTO awa_prune_keep
+    SELECT d.queue, d.priority, d.enqueue_shard, d.lane_seq
+    FROM {schema}.done_entries d
+    WHERE d.ready_slot = p_slot AND d.state = 'failed' AND d.finished_at >= now() - p_failed_retention;
+    WITH kept AS (
+        INSERT INTO {schema}.done_entries
+        SELECT p_into, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
+               d.attempt, d.state, d.finished_at, d.error
+        FROM {schema}.done_entries d
+        JOIN awa_prune_keep k USING (queue, priority, enqueue_shard, lane_seq)
+        WHERE d.ready_slot = p_slot
+        RETURNING 1)
+    SELECT count(*) INTO v_k FROM kept;
+    v_n := v_n + v_k;
+
+    -- Terminal counts of the rows that leave for good.
+    INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
+    SELECT d.queue, d.state, count(*)
+    FROM {schema}.done_entries d
+    WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
+      AND NOT EXISTS (SELECT 1 FROM awa_prune_keep k
+                      WHERE k.queue = d.queue AND k.priority = d.priority
+                        AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
+    GROUP BY d.queue, d.state
+    ORDER BY d.queue, d.state
+    ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+
+    IF p_carry THEN
+        -- Live work: rows not claimed yet (tombstoned ones are dropped with their
+        -- tombstones: the claim treats the missing lane_seq as a gap) and the ready rows of
+        -- attempts still open. Same lane key and lane_seq, so the claim's merge across
+        -- slots and the batches' lane ranges still find them.
+        INSERT INTO awa_prune_keep
+        SELECT r.queue, r.priority, r.enqueue_shard, r.lane_seq
+        FROM {schema}.ready_entries r
+        JOIN {schema}.queue_claim_heads c
+          ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+        WHERE r.ready_slot = p_slot AND r.lane_seq >= c.claim_seq
+          AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                          WHERE t.ready_slot = p_slot AND t.queue = r.queue AND t.priority = r.priority
+                            AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
+        UNION
+        SELECT o.queue, o.priority, o.enqueue_shard, o.lane_seq
+        FROM {schema}.open_attempts() o
+        WHERE o.ready_slot = p_slot;
+    END IF;
+
+    WITH kept AS (
+        INSERT INTO {schema}.ready_entries
+        SELECT p_into, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind, r.args,
+               r.attempt, r.run_lease, r.max_attempts, r.run_at, r.created_at, r.ordering_key,
+               r.metadata, r.tags, r.errors
+        FROM {schema}.ready_entries r
+        WHERE r.ready_slot = p_slot
+          AND EXISTS (SELECT 1 FROM awa_prune_keep k
+                      WHERE k.queue = r.queue AND k.priority = r.priority
+                        AND k.enqueue_shard = r.enqueue_shard AND k.lane_seq = r.lane_seq)
+        RETURNING 1)
+    SELECT count(*) INTO v_k FROM kept;
+    RETURN v_n + v_k;
+END
+$$;
+
+-- Claim-ring carry and count fold, under prune's locks. Returns the rows carried, or -1
+-- when an open batch's attempt lock is held (a closer or heartbeat is at work on it).
+CREATE OR REPLACE FUNCTION {schema}.prune_carry_claims(p_slot smallint, p_into smallint, p_carry boolean)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_open bigint[];
+    v_k    bigint;
+    v_n    bigint := 0;
+BEGIN
+    SELECT array_agg(b.batch_id ORDER BY {schema}.attempt_lock_key(b.batch_id)) INTO v_open
+    FROM {schema}.claim_batches b
+    WHERE b.claim_slot = p_slot
+      AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs)) FROM {schema}.claim_closures c
+                                WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0);
+    v_open := coalesce(v_open, '{}');
+    IF cardinality(v_open) > 0 AND NOT p_carry THEN
+        RAISE EXCEPTION 'prune_carry_claims: open batches without carry' USING ERRCODE = 'XX000';
+    END IF;
+    -- Closers hold a batch's lock from before they read it until they commit: moving a
+    -- batch under one would strand its closure in the truncated slot.
+    IF EXISTS (SELECT 1 FROM unnest(v_open) b
+               WHERE NOT pg_try_advisory_xact_lock(hashtext('{schema}:attempts'), {schema}.attempt_lock_key(b))) THEN
+        RETURN -1;
+    END IF;
+
+    INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
+    SELECT b.queue, 'completed', sum(cardinality(c.lane_seqs))
+    FROM {schema}.claim_closures c
+    JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
+    WHERE c.claim_slot = p_slot AND c.outcome = 'completed' AND b.batch_id <> ALL (v_open)
+    GROUP BY b.queue
+    ORDER BY b.queue
+    ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+
+    WITH kept AS (
+        INSERT INTO {schema}.claim_batches
+        SELECT p_into, b.batch_id, b.queue, b.priority, b.enqueue_shard, b.first_seq, b.last_seq,
+               b.n_items, b.claimed_at, b.deadline_at
+        FROM {schema}.claim_batches b
+        WHERE b.claim_slot = p_slot AND b.batch_id = ANY (v_open)
+        RETURNING 1)
+    SELECT count(*) INTO v_k FROM kept;
+    v_n := v_k;
+    WITH kept AS (
+        INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, closed_at)
+        SELECT p_into, c.batch_id, c.outcome, c.lane_seqs, c.closed_at
+        FROM {schema}.claim_closures c
+        WHERE c.claim_slot = p_slot AND c.batch_id = ANY (v_open)
+        RETURNING 1)
+    SELECT count(*) INTO v_k FROM kept;
+    RETURN v_n + v_k;
+END
+$$;
+
+-- Per ring: its slots with state (current / sealed / pruned) and exact row counts.
+-- Row counts read every partition: an operator path.
+CREATE OR REPLACE FUNCTION {schema}.storage_status()
+RETURNS TABLE (ring text, slot smallint, state text, generation bigint, row_count bigint,
+               current_slot smallint, current_generation bigint)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_ring text;
+    v_n    integer;
+    v_cur  record;
+    v_done bigint;
+    v_i    integer;
+    v_gen  bigint;
+BEGIN
+    FOREACH v_ring IN ARRAY ARRAY['queue', 'claim', 'lease'] LOOP
+        SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = v_ring;
+        SELECT * INTO v_cur FROM {schema}.ring_current(v_ring);
+        v_done := {schema}.ring_pruned_through(v_ring);
+        FOR v_i IN 0 .. v_n - 1 LOOP
+            -- the newest generation that used (or uses) this slot
+            v_gen := v_cur.generation - ((v_cur.slot - v_i + v_n) % v_n);
+            RETURN QUERY SELECT v_ring, v_i::smallint,
+                CASE WHEN v_i = v_cur.slot THEN 'current'
+                     WHEN v_gen < 0 OR v_gen <= v_done THEN 'pruned'
+                     ELSE 'sealed' END,
+                greatest(v_gen, -1), {schema}.ring_slot_rows(v_ring, v_i),
+                v_cur.slot, v_cur.generation;
+        END LOOP;
+    END LOOP;
+END
+$$;

@@ -1,0 +1,22 @@
+-- Read-only views for inspection and tests (docs/design/rings.md).
+
+-- Every attempt end the rings still hold, one row per attempt, in the shape done_entries
+-- had when it held successes too: a successful attempt is expanded from its claim
+-- closure and hydrated from its ready row; every other end is its done_entries row.
+-- History that prune removed is gone from here (its counts live in terminal_rollups).
+DROP VIEW IF EXISTS {schema}.attempt_outcomes;
+CREATE VIEW {schema}.attempt_outcomes AS
+SELECT r.ready_slot, b.queue, b.priority, b.enqueue_shard, s.lane_seq, r.job_id,
+       r.run_lease + 1 AS run_lease, (r.attempt + 1)::smallint AS attempt,
+       'completed'::text AS state, c.closed_at AS finished_at, NULL::text AS error
+FROM {schema}.claim_closures c
+JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
+CROSS JOIN LATERAL unnest(c.lane_seqs) AS s(lane_seq)
+JOIN {schema}.ready_entries r
+  ON r.queue = b.queue AND r.priority = b.priority AND r.enqueue_shard = b.enqueue_shard
+ AND r.lane_seq = s.lane_seq
+WHERE c.outcome = 'completed'
+UNION ALL
+SELECT d.ready_slot, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
+       d.attempt, d.state, d.finished_at, d.error
+FROM {schema}.done_entries d;

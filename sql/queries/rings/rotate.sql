@@ -1,0 +1,2 @@
+-- $1 ring.
+SELECT rotated, generation, slot, coalesce(reason, '') FROM {schema}.rotate_ring($1)
