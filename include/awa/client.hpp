@@ -143,8 +143,8 @@ struct ClientOptions {
   std::chrono::milliseconds stale_after{90000};
   // Maintenance (promotion, rescue, DLQ retention) period on the leader. Default: 1 s.
   std::chrono::milliseconds maintenance_interval{1000};
-  // Dead letters older than this are purged by the leader. Default: 7 days.
-  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 7)};
+  // Dead letters older than this are purged by the leader. Default: 30 days.
+  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 30)};
   // The leader rotates each storage ring this often (when it holds rows) and prunes
   // sealed slots every maintenance round (docs/design/rings.md); zero turns both off, and
   // history then grows without bound. Default: 5 s.

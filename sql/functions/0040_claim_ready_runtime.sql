@@ -19,12 +19,16 @@
 --    nothing to repair.
 --
 -- Rows of one lane may sit in several live ready slots (the ring rotated while they
--- waited, or prune carried them forward), not necessarily in slot order. Steps 1 and 3
--- therefore read each live slot with the slot as a plain scalar — PostgreSQL prunes that
--- to one partition at executor start-up and walks the primary key in lane_seq order —
--- and merge the per-slot results. (A single statement over "ready_slot = ANY(slots)"
--- is neither pruned nor ordered by the index: it reads and sorts the lane's whole
--- backlog.)
+-- waited, or prune carried them forward), not necessarily in slot order. The candidate
+-- scan therefore reads each live slot with the slot as a plain scalar — PostgreSQL prunes
+-- that to one partition at executor start-up and walks the primary key in lane_seq order
+-- — and takes each lane's smallest head over the slots. The drain then reads the lane
+-- range [lo, lo + max_batch - 1] from every live slot at once, lo being the lane's visible
+-- head (or the cursor, if a claimer moved it past that head meanwhile): a range, not
+-- "ORDER BY lane_seq LIMIT n" over "ready_slot = ANY(slots)", which PostgreSQL neither
+-- prunes nor orders by the index and so would read and sort the lane's whole backlog.
+-- Rows of the range below lo are gaps (a visible head proves every lane_seq below it
+-- final), and gaps inside the range only make the claim smaller.
 --
 -- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
 -- row's run_at; the lane priority stays in every key and is returned beside it.
@@ -43,6 +47,9 @@ RETURNS TABLE (
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+    v_gen        bigint;
+    v_pruned     bigint;
+    v_ring_size  integer;
     v_slots      smallint[];
     v_slot       smallint;
     v_claim_slot smallint;
@@ -57,9 +64,7 @@ DECLARE
     v_head_s     smallint[];
     v_head_seq   bigint[];
     v_head_at    timestamptz[];
-    -- the chosen lane's first rows in each live slot, and which of them are tombstoned
-    v_picked     {schema}.ready_entries[];
-    v_dead       bigint[];
+    v_lo         bigint;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
@@ -74,7 +79,6 @@ BEGIN
     IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
         v_aging_s := NULL;
     END IF;
-    v_slots := {schema}.ring_live_slots('queue');
     v_claim_slot := {schema}.ring_current_slot('claim');
 
     -- A lane whose visible head turns out to be only tombstones, or that another claimer
@@ -82,6 +86,17 @@ BEGIN
     -- Bounded: each pass either returns rows or moves a cursor / skips a drained lane.
     LOOP
         v_tries := v_tries + 1;
+        -- ring_position('queue'), inline: this runs on every claim.
+        v_gen := (SELECT r.generation FROM {schema}.ring_rotations r
+                  WHERE r.ring = 'queue' ORDER BY r.generation DESC LIMIT 1);
+        v_pruned := coalesce((SELECT p.generation FROM {schema}.ring_prunes p
+                              WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1);
+        v_ring_size := (SELECT s.slot_count FROM {schema}.ring_state s WHERE s.ring = 'queue');
+        v_slots := {schema}.ring_slots_between(v_pruned + 1, v_gen, v_ring_size);
+        IF cardinality(v_slots) > 16 THEN
+            RAISE EXCEPTION 'claim_ready_runtime reads at most 16 live ready slots, the ring has %',
+                cardinality(v_slots) USING ERRCODE = '0A000';
+        END IF;
         v_head_p := '{}'; v_head_s := '{}'; v_head_seq := '{}'; v_head_at := '{}';
         FOREACH v_slot IN ARRAY v_slots LOOP
             SELECT v_head_p || coalesce(array_agg(claims.priority), '{}'),
@@ -103,11 +118,11 @@ BEGIN
             WHERE claims.queue = p_queue;
         END LOOP;
 
-        SELECT claims.priority, claims.enqueue_shard
-        INTO v_priority, v_shard
+        SELECT claims.priority, claims.enqueue_shard, head.seq
+        INTO v_priority, v_shard, v_lo
         FROM {schema}.queue_claim_heads AS claims
         JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
-        JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.at
+        JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.seq, h.at
               FROM unnest(v_head_p, v_head_s, v_head_seq, v_head_at) AS h(p, s, seq, at)
               ORDER BY h.p, h.s, h.seq) AS head
           ON head.p = claims.priority AND head.s = claims.enqueue_shard
@@ -130,35 +145,38 @@ BEGIN
         FROM {schema}.queue_claim_heads c
         WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard;
 
-        v_picked := '{}';
-        v_dead := '{}';
-        FOREACH v_slot IN ARRAY v_slots LOOP
-            SELECT v_picked || coalesce(array_agg(x.r ORDER BY x.lane_seq), '{}'),
-                   v_dead || coalesce(array_agg(x.lane_seq) FILTER (WHERE x.dead), '{}')
-            INTO v_picked, v_dead
-            FROM (SELECT r, r.lane_seq,
-                         EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                                 WHERE t.ready_slot = v_slot AND t.queue = r.queue
-                                   AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
-                                   AND t.lane_seq = r.lane_seq) AS dead
-                  FROM {schema}.ready_entries r
-                  WHERE r.ready_slot = v_slot
-                    AND r.queue = p_queue
-                    AND r.priority = v_priority
-                    AND r.enqueue_shard = v_shard
-                    AND r.lane_seq >= v_cursor
-                  ORDER BY r.lane_seq
-                  LIMIT p_max_batch) AS x;
-        END LOOP;
+        v_lo := greatest(v_lo, v_cursor);
 
+        -- The guard: the ring position seen by this statement — whose snapshot is taken
+        -- after it has locked the partitions it reads, so no prune can truncate them under
+        -- it — must be the one the candidate scan read the live slots of. A prune in between may have carried
+        -- rows of this lane into a slot we did not look at; then claim nothing and look
+        -- again, rather than move the cursor past rows we never saw.
         RETURN QUERY
         WITH picked AS MATERIALIZED (
-            SELECT p.*
-            FROM unnest(v_picked) AS p
-            ORDER BY p.lane_seq
-            LIMIT p_max_batch),
+            SELECT r.*
+            FROM {schema}.ready_entries r
+            WHERE (SELECT r.generation FROM {schema}.ring_rotations r
+                   WHERE r.ring = 'queue' ORDER BY r.generation DESC LIMIT 1) = v_gen
+              AND coalesce((SELECT p.generation FROM {schema}.ring_prunes p
+                            WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1) = v_pruned
+              AND r.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
+                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16])
+              AND r.queue = p_queue
+              AND r.priority = v_priority
+              AND r.enqueue_shard = v_shard
+              AND r.lane_seq BETWEEN v_lo AND v_lo + p_max_batch - 1),
+        dead AS MATERIALIZED (
+            SELECT t.lane_seq
+            FROM {schema}.ready_tombstones t
+            WHERE t.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
+                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16])
+              AND t.queue = p_queue
+              AND t.priority = v_priority
+              AND t.enqueue_shard = v_shard
+              AND t.lane_seq BETWEEN v_lo AND v_lo + p_max_batch - 1),
         live AS MATERIALIZED (
-            SELECT p.* FROM picked p WHERE p.lane_seq <> ALL (v_dead)),
+            SELECT p.* FROM picked p WHERE p.lane_seq NOT IN (SELECT d.lane_seq FROM dead d)),
         batch AS MATERIALIZED (
             INSERT INTO {schema}.claim_batches
                 (claim_slot, batch_id, queue, priority, enqueue_shard, first_seq, last_seq,

@@ -34,7 +34,6 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_n     integer := coalesce(cardinality(p_batches), 0);
-    v_slots smallint[];
 BEGIN
     IF v_n = 0 THEN
         RETURN;
@@ -91,7 +90,6 @@ BEGIN
         RETURN;
     END IF;
 
-    v_slots := {schema}.ring_live_slots('queue');
     RETURN QUERY
     WITH input AS MATERIALIZED (
         SELECT t.*
@@ -137,7 +135,9 @@ BEGIN
         FROM open o
         LEFT JOIN LATERAL (
             SELECT r.*
-            FROM unnest(v_slots) AS s(slot)
+            -- live slots read in this statement's snapshot, which postdates any prune
+            -- that carried the row (see claim_ready_runtime's guard)
+            FROM unnest((SELECT {schema}.ring_live_slots('queue'))) AS s(slot)
             JOIN {schema}.ready_entries r
               ON r.ready_slot = s.slot AND r.queue = o.queue AND r.priority = o.priority
              AND r.enqueue_shard = o.enqueue_shard AND r.lane_seq = o.lane_seq

@@ -132,20 +132,25 @@ BEGIN
     IF p_ring = 'queue' THEN
         -- Pending: at or after the claim cursor of its OWN lane. The join is on the full
         -- lane key: two shards both have a lane_seq 1 (models/sharded_prune.pml).
-        SELECT r.queue, r.priority, r.enqueue_shard, count(*) AS n INTO v_lane
-        FROM {schema}.ready_entries r
-        JOIN {schema}.queue_claim_heads c
-          ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
-        WHERE r.ready_slot = p_slot AND r.lane_seq >= c.claim_seq
-          AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                          WHERE t.ready_slot = p_slot AND t.queue = r.queue AND t.priority = r.priority
-                            AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
-        GROUP BY r.queue, r.priority, r.enqueue_shard
-        ORDER BY r.queue, r.priority, r.enqueue_shard
+        -- The first one found is enough to refuse (a backlog can be large).
+        -- One index probe per lane, from its cursor.
+        SELECT c.queue, c.priority, c.enqueue_shard, r.lane_seq INTO v_lane
+        FROM {schema}.queue_claim_heads c
+        CROSS JOIN LATERAL (
+            SELECT r.lane_seq
+            FROM {schema}.ready_entries r
+            WHERE r.ready_slot = p_slot AND r.queue = c.queue AND r.priority = c.priority
+              AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
+              AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                              WHERE t.ready_slot = p_slot AND t.queue = r.queue
+                                AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                                AND t.lane_seq = r.lane_seq)
+            ORDER BY r.lane_seq
+            LIMIT 1) AS r
         LIMIT 1;
         IF FOUND THEN
-            RETURN format('pending ready rows (first lane: queue %s priority %s shard %s, %s rows)',
-                          v_lane.queue, v_lane.priority, v_lane.enqueue_shard, v_lane.n);
+            RETURN format('pending ready rows (lane: queue %s priority %s shard %s, lane_seq %s)',
+                          v_lane.queue, v_lane.priority, v_lane.enqueue_shard, v_lane.lane_seq);
         END IF;
         SELECT count(*) INTO v_n FROM {schema}.open_attempts() o WHERE o.ready_slot = p_slot;
         IF v_n > 0 THEN

@@ -43,8 +43,8 @@ struct MaintenanceOptions {
   std::chrono::milliseconds interval{1000};
   // Attempts whose heartbeat is older than this are rescued. Default: 90 s.
   std::chrono::milliseconds stale_after{90000};
-  // Dead letters older than this are purged. Default: 7 days.
-  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 7)};
+  // Dead letters older than this are purged. Default: 30 days.
+  std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 30)};
   // How often the DLQ purge runs (it scans dlq_entries). Default: 60 s.
   std::chrono::milliseconds purge_interval{60000};
   // Rows per rescue / promote call. Default: 1000.
