@@ -121,7 +121,8 @@ void add_storage(CLI::App& app, Context& ctx) {
   cmd->require_subcommand(1);
 
   auto json = std::make_shared<bool>(false);
-  auto* st = cmd->add_subcommand("status", "per ring: current slot, generation, slots, last events");
+  auto* st =
+      cmd->add_subcommand("status", "per ring: current slot, generation, slots, last events");
   st->add_flag("--json", *json, "print JSON");
   st->callback([&ctx, json] { ctx.action = [&ctx, json] { return status(ctx, *json); }; });
 
@@ -129,9 +130,8 @@ void add_storage(CLI::App& app, Context& ctx) {
   const auto ring_check = CLI::IsMember({"queue", "claim", "lease"});
   auto* rot = cmd->add_subcommand("rotate", "advance ring(s) to the next slot (exit 3: skipped)");
   rot->add_option("--ring", *ring, "queue, claim or lease (default: all)")->check(ring_check);
-  rot->callback([&ctx, ring] {
-    ctx.action = [&ctx, ring] { return act(ctx, *ring, false, false, 0); };
-  });
+  rot->callback(
+      [&ctx, ring] { ctx.action = [&ctx, ring] { return act(ctx, *ring, false, false, 0); }; });
 
   auto carry = std::make_shared<bool>(false);
   auto retention = std::make_shared<long>(72 * 3600);

@@ -76,7 +76,8 @@ struct RingStatus {
   std::vector<RingSlotStatus> slots;
   std::optional<RingEvent> last_rotation;
   std::optional<RingEvent> last_prune;
-  std::optional<RingEvent> last_rotate_skip;  // the latest reason a rotation did nothing
+  // Why the latest rotation / prune attempt did nothing, when none has succeeded since.
+  std::optional<RingEvent> last_rotate_skip;
   std::optional<RingEvent> last_prune_skip;
 };
 

@@ -59,9 +59,14 @@ $$;
 --
 -- If the lane is missing (a cached lane whose creation was rolled back) it is created
 -- here, so the caller's transaction never fails for a stale cache; `repaired` says so.
+--
+-- ready_slot is the queue-ring slot the caller must write the rows to, read after the
+-- lane lock and held (ready_slot_for_write): a producer that waited for the lane while the
+-- ring rotated and pruned must not write into the truncated slot it saw before waiting.
+DROP FUNCTION IF EXISTS {schema}.reserve_lane_range(text, integer, integer, integer);
 CREATE OR REPLACE FUNCTION {schema}.reserve_lane_range(
     p_queue text, p_priority integer, p_shard integer, p_count integer,
-    OUT first_seq bigint, OUT repaired boolean)
+    OUT first_seq bigint, OUT repaired boolean, OUT ready_slot smallint)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_id  integer;
@@ -83,5 +88,28 @@ BEGIN
     IF p_count > 1 THEN
         PERFORM setval(v_seq, first_seq + p_count - 1);
     END IF;
+    ready_slot := {schema}.ready_slot_for_write();
+END
+$$;
+
+-- The queue ring's current slot, for rows this transaction is about to write, and held:
+-- ROW EXCLUSIVE on its ready partition until the transaction ends, which prune's NOWAIT
+-- ACCESS EXCLUSIVE cannot get past. Read in this function's own statement snapshot (it is
+-- volatile), so a caller whose statement started before a long wait still gets the slot
+-- of now; if a prune took the slot between the read and the lock, the lock waited for it
+-- and the slot is no longer live: read again.
+CREATE OR REPLACE FUNCTION {schema}.ready_slot_for_write()
+RETURNS smallint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_slot smallint;
+BEGIN
+    LOOP
+        v_slot := {schema}.ring_current_slot('queue');
+        EXECUTE format('LOCK TABLE %s.%I IN ROW EXCLUSIVE MODE', '{schema}', 'ready_entries_' || v_slot);
+        IF v_slot = ANY ({schema}.ring_live_slots('queue')) THEN
+            RETURN v_slot;
+        END IF;
+    END LOOP;
 END
 $$;

@@ -27,6 +27,7 @@ DECLARE
     v_sticky text;
     v_guc    text;
     v_seq    bigint;
+    v_slot   smallint;
 BEGIN
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_metadata(p_metadata);
@@ -59,11 +60,12 @@ BEGIN
         END IF;
     END IF;
 
-    SELECT r.first_seq INTO v_seq FROM {schema}.reserve_lane_range(p_queue, p_priority, v_shard, 1) r;
+    SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
+    FROM {schema}.reserve_lane_range(p_queue, p_priority, v_shard, 1) r;
     INSERT INTO {schema}.ready_entries
         (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
          max_attempts, run_at, created_at, ordering_key, metadata, tags)
-    VALUES ({schema}.ring_current_slot('queue'),
+    VALUES (v_slot,
             p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
             p_max_attempts, coalesce(p_run_at, now()), now(), p_ordering_key, p_metadata, p_tags);
     PERFORM pg_notify({schema}.notify_channel(p_queue), '');
@@ -85,6 +87,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_lane record;
     v_seq  bigint;
+    v_slot smallint;
 BEGIN
     IF p_jobs IS NULL OR jsonb_typeof(p_jobs) <> 'array' THEN
         RAISE EXCEPTION 'insert_jobs_compat expects a JSON array of jobs' USING ERRCODE = '22023';
@@ -134,12 +137,12 @@ BEGIN
         GROUP BY b.queue, b.priority, b.shard
         ORDER BY b.queue COLLATE "C", b.priority, b.shard
     LOOP
-        SELECT r.first_seq INTO v_seq
+        SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
         FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
         INSERT INTO {schema}.ready_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
              max_attempts, run_at, created_at, ordering_key, metadata, tags)
-        SELECT (SELECT {schema}.ring_current_slot('queue')),
+        SELECT v_slot,
                b.queue, b.priority, b.shard, v_seq + row_number() OVER (ORDER BY b.ord) - 1,
                b.job_id, b.kind, b.args, b.max_attempts, coalesce(b.run_at, now()), now(),
                b.ordering_key, b.metadata, b.tags

@@ -49,7 +49,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_gen        bigint;
     v_pruned     bigint;
-    v_ring_size  integer;
     v_slots      smallint[];
     v_slot       smallint;
     v_claim_slot smallint;
@@ -86,13 +85,18 @@ BEGIN
     -- Bounded: each pass either returns rows or moves a cursor / skips a drained lane.
     LOOP
         v_tries := v_tries + 1;
-        -- ring_position('queue'), inline: this runs on every claim.
-        v_gen := (SELECT r.generation FROM {schema}.ring_rotations r
-                  WHERE r.ring = 'queue' ORDER BY r.generation DESC LIMIT 1);
-        v_pruned := coalesce((SELECT p.generation FROM {schema}.ring_prunes p
-                              WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1);
-        v_ring_size := (SELECT s.slot_count FROM {schema}.ring_state s WHERE s.ring = 'queue');
-        v_slots := {schema}.ring_slots_between(v_pruned + 1, v_gen, v_ring_size);
+        -- ring_position('queue') and ring_live_slots('queue'), inline and in one statement:
+        -- this runs on every claim.
+        SELECT g.gen, g.pruned,
+               ARRAY(SELECT (x % g.n)::smallint
+                     FROM generate_series(greatest(g.pruned + 1, g.gen - g.n + 1), g.gen) AS x
+                     ORDER BY x)
+        INTO v_gen, v_pruned, v_slots
+        FROM (SELECT (SELECT r.generation FROM {schema}.ring_rotations r
+                      WHERE r.ring = 'queue' ORDER BY r.generation DESC LIMIT 1) AS gen,
+                     coalesce((SELECT p.generation FROM {schema}.ring_prunes p
+                               WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1) AS pruned,
+                     (SELECT s.slot_count FROM {schema}.ring_state s WHERE s.ring = 'queue') AS n) AS g;
         IF cardinality(v_slots) > 16 THEN
             RAISE EXCEPTION 'claim_ready_runtime reads at most 16 live ready slots, the ring has %',
                 cardinality(v_slots) USING ERRCODE = '0A000';

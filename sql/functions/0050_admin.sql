@@ -9,7 +9,8 @@
 CREATE OR REPLACE FUNCTION {schema}.queue_shard_lag(p_queue text)
 RETURNS TABLE (priority smallint, enqueue_shard smallint, enqueue_cursor bigint,
                claim_cursor bigint, lag bigint, available bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE
+SET jit = off AS $$
     SELECT claims.priority, claims.enqueue_shard,
            coalesce(pg_sequence_last_value(enqueues.seq), 0) + 1 AS enqueue_cursor,
            claims.claim_seq AS claim_cursor,
@@ -41,7 +42,8 @@ $$;
 CREATE OR REPLACE FUNCTION {schema}.queue_counts_exact(p_queue text)
 RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE
+SET jit = off AS $$
     WITH done AS (
         SELECT d.state, count(*) AS n
         FROM {schema}.done_entries d

@@ -8,10 +8,12 @@
 -- time, which keeps claim-side fairness and aging honest.
 CREATE OR REPLACE FUNCTION {schema}.promote_due_deferred(p_limit integer DEFAULT 1000)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 DECLARE
     v_lane record;
     v_seq  bigint;
+    v_slot smallint;
     v_n    integer;
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS awa_promote_batch (
@@ -55,12 +57,12 @@ BEGIN
         GROUP BY b.queue, b.priority, b.shard
         ORDER BY b.queue COLLATE "C", b.priority, b.shard
     LOOP
-        SELECT r.first_seq INTO v_seq
+        SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
         FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
         INSERT INTO {schema}.ready_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
              run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
-        SELECT (SELECT {schema}.ring_current_slot('queue')),
+        SELECT v_slot,
                b.queue, b.priority, b.shard,
                v_seq + row_number() OVER (ORDER BY b.run_at, b.job_id) - 1,
                b.job_id, b.kind, b.args, b.attempt, b.run_lease, b.max_attempts, b.run_at,

@@ -30,7 +30,8 @@ CREATE OR REPLACE FUNCTION {schema}.close_attempts(
     p_errors text[] DEFAULT NULL,
     p_delays_s double precision[] DEFAULT NULL)
 RETURNS TABLE (ord bigint, state text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_n     integer := coalesce(cardinality(p_batches), 0);

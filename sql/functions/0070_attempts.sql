@@ -22,7 +22,8 @@ CREATE OR REPLACE FUNCTION {schema}.heartbeat_attempts(
     p_batches bigint[], p_lane_seqs bigint[], p_job_ids bigint[], p_run_leases bigint[],
     p_ready_slots smallint[], p_attempts smallint[], p_progress jsonb[] DEFAULT NULL)
 RETURNS TABLE (job_id bigint, run_lease bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_slot smallint;
@@ -70,12 +71,21 @@ $$;
 -- The open attempts of the batches that are not fully closed, with their ready rows
 -- (found in whichever live slot holds them). O(open batches), not O(history): a fully
 -- closed batch is recognised from its closure counts without expanding it.
+--
+-- jit = off here and on every maintenance and admin function below: TRUNCATE resets a
+-- partition's statistics, the planner then assumes a few hundred rows in each empty
+-- partition, and the estimate crosses jit_above_cost — over a second of JIT compilation
+-- for a scan of one batch (RingsTest.OpenAttemptScanIsNotJitCompiled).
 CREATE OR REPLACE FUNCTION {schema}.open_attempts(p_only_batches bigint[] DEFAULT NULL)
 RETURNS TABLE (batch_id bigint, claim_slot smallint, lane_seq bigint, job_id bigint,
                run_lease bigint, attempt smallint, ready_slot smallint, queue text,
                priority smallint, enqueue_shard smallint, claimed_at timestamptz,
                deadline_at timestamptz)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET jit = off AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH open_batches AS MATERIALIZED (
         SELECT b.*
         FROM {schema}.claim_batches b
@@ -95,7 +105,8 @@ LANGUAGE sql STABLE AS $$
                         AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
       AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
                       WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
-                        AND r.lane_seq = ANY (c.lane_seqs))
+                        AND r.lane_seq = ANY (c.lane_seqs));
+END
 $$;
 
 -- Closes stale attempts and sends their jobs on (DESIGN.md §8). An attempt is stale when
@@ -113,7 +124,8 @@ $$;
 -- after the locks, so a heartbeat or completion that got there first is respected.
 CREATE OR REPLACE FUNCTION {schema}.rescue_stale_attempts(p_stale interval, p_limit integer DEFAULT 1000)
 RETURNS TABLE (job_id bigint, state text, why text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_batches bigint[];
@@ -179,7 +191,8 @@ $$;
 -- 'missing'.
 CREATE OR REPLACE FUNCTION {schema}.cancel_job(p_job_id bigint)
 RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 DECLARE
     v_def   {schema}.deferred_jobs%ROWTYPE;
     v_ready record;

@@ -63,14 +63,21 @@ BEGIN
 END
 $$;
 
--- Records why a rotation or prune did nothing; writes only when the reason changes, so
--- a ring that stays idle is not rewritten every tick.
+-- Records why a rotation or prune did nothing, as of when: it writes only when the reason
+-- changes or the action succeeded since the recorded skip, so a ring that stays idle is
+-- not rewritten every tick, and skipped_at is when the current run of skips began.
 CREATE OR REPLACE FUNCTION {schema}.ring_note_skip(p_ring text, p_action text, p_reason text)
 RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO {schema}.ring_skips AS s (ring, action, reason) VALUES (p_ring, p_action, p_reason)
     ON CONFLICT (ring, action) DO UPDATE SET reason = EXCLUDED.reason, skipped_at = now()
     WHERE s.reason IS DISTINCT FROM EXCLUDED.reason
+       OR s.skipped_at < CASE p_action
+                             WHEN 'rotate' THEN (SELECT max(r.rotated_at) FROM {schema}.ring_rotations r
+                                                 WHERE r.ring = p_ring)
+                             ELSE (SELECT max(p.pruned_at) FROM {schema}.ring_prunes p
+                                   WHERE p.ring = p_ring)
+                         END
 $$;
 
 CREATE OR REPLACE FUNCTION {schema}.ring_check(p_ring text)
@@ -85,7 +92,8 @@ $$;
 
 CREATE OR REPLACE FUNCTION {schema}.rotate_ring(p_ring text)
 RETURNS TABLE (rotated boolean, generation bigint, slot smallint, reason text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_n    integer;
@@ -96,9 +104,13 @@ DECLARE
 BEGIN
     PERFORM {schema}.ring_check(p_ring);
     SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = p_ring;
-    SELECT * INTO v_cur FROM {schema}.ring_current(p_ring);
     IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:rings'), hashtext(p_ring)) THEN
         v_why := 'busy: another rotation or prune of this ring is running';
+    END IF;
+    -- Read under the ring lock, like prune_ring.
+    SELECT * INTO v_cur FROM {schema}.ring_current(p_ring);
+    IF v_why IS NOT NULL THEN
+        NULL;
     ELSIF {schema}.ring_slot_empty(p_ring, v_cur.slot) THEN
         v_why := 'idle: the current slot is empty';
     ELSIF v_cur.generation + 1 - v_n > {schema}.ring_pruned_through(p_ring) THEN
@@ -124,7 +136,8 @@ $$;
 -- What is still live in one slot, or NULL when nothing is. Plain MVCC reads, no locks.
 CREATE OR REPLACE FUNCTION {schema}.ring_slot_live(p_ring text, p_slot integer)
 RETURNS text
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET jit = off AS $$
 DECLARE
     v_lane record;
     v_n    bigint;
@@ -181,7 +194,8 @@ CREATE OR REPLACE FUNCTION {schema}.prune_ring(
     p_failed_retention interval DEFAULT '72 hours')
 RETURNS TABLE (pruned boolean, generation bigint, slot smallint, rows_removed bigint,
                rows_carried bigint, reason text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_n       integer;
@@ -199,12 +213,17 @@ DECLARE
 BEGIN
     PERFORM {schema}.ring_check(p_ring);
     SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = p_ring;
+    IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:rings'), hashtext(p_ring)) THEN
+        v_why := 'busy: another rotation or prune of this ring is running';
+    END IF;
+    -- Read under the ring lock (new statements, new snapshots): a prune that held it has
+    -- committed its ledger row by now.
     SELECT * INTO v_cur FROM {schema}.ring_current(p_ring);
     v_gen := {schema}.ring_pruned_through(p_ring) + 1;
     v_slot := (v_gen % v_n)::smallint;
 
-    IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:rings'), hashtext(p_ring)) THEN
-        v_why := 'busy: another rotation or prune of this ring is running';
+    IF v_why IS NOT NULL THEN
+        NULL;
     ELSIF v_gen >= v_cur.generation THEN
         v_why := 'nothing sealed: only the current slot holds rows';
     ELSE
@@ -294,7 +313,8 @@ $$;
 CREATE OR REPLACE FUNCTION {schema}.prune_carry_queue(
     p_slot smallint, p_into smallint, p_carry boolean, p_failed_retention interval)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 DECLARE
     v_n bigint := 0;
     v_k bigint;
@@ -371,7 +391,8 @@ $$;
 -- when an open batch's attempt lock is held (a closer or heartbeat is at work on it).
 CREATE OR REPLACE FUNCTION {schema}.prune_carry_claims(p_slot smallint, p_into smallint, p_carry boolean)
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET jit = off AS $$
 DECLARE
     v_open bigint[];
     v_k    bigint;
@@ -427,7 +448,8 @@ $$;
 CREATE OR REPLACE FUNCTION {schema}.storage_status()
 RETURNS TABLE (ring text, slot smallint, state text, generation bigint, row_count bigint,
                current_slot smallint, current_generation bigint)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_ring text;

@@ -90,8 +90,8 @@ std::vector<RingStatus> Admin::storage_status(Connection& conn) const {
     }
     for (int i = 0; i < events.rows(); ++i) {
       if (events.get<std::string>(i, 1) != name) continue;
-      RingEvent e{events.get<std::string>(i, 4), events.get<std::int64_t>(i, 2),
-                  events.get<int>(i, 3),         events.get<std::int64_t>(i, 5),
+      RingEvent e{events.get<std::string>(i, 4),  events.get<std::int64_t>(i, 2),
+                  events.get<int>(i, 3),          events.get<std::int64_t>(i, 5),
                   events.get<std::int64_t>(i, 6), events.get<std::string>(i, 7)};
       const auto kind = events.get<std::string>(i, 0);
       if (kind == "rotate") {
@@ -103,6 +103,14 @@ std::vector<RingStatus> Admin::storage_status(Connection& conn) const {
       } else {
         r.last_prune_skip = std::move(e);
       }
+    }
+    // A skip reason is kept until a later skip says something else; once the action has
+    // succeeded since, it is history, not the ring's state.
+    if (r.last_rotate_skip && r.last_rotation && r.last_rotation->at >= r.last_rotate_skip->at) {
+      r.last_rotate_skip.reset();
+    }
+    if (r.last_prune_skip && r.last_prune && r.last_prune->at >= r.last_prune_skip->at) {
+      r.last_prune_skip.reset();
     }
     out.push_back(std::move(r));
   }

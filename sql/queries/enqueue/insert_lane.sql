@@ -3,8 +3,7 @@
 -- $1 queue, $2 priority, $3 enqueue_shard, $4 row count, $5.. per-row arrays.
 -- lane_seq = first + ordinality - 1, so callers map ids back to input order by lane_seq.
 WITH r AS MATERIALIZED (
-    SELECT rr.first_seq, rr.repaired,
-           {schema}.ring_current_slot('queue') AS slot
+    SELECT rr.first_seq, rr.repaired, rr.ready_slot AS slot
     FROM {schema}.reserve_lane_range($1, $2, $3, $4) rr),
 ins AS (
     INSERT INTO {schema}.ready_entries
