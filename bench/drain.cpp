@@ -215,11 +215,10 @@ Cell run_queue(pg::Connection& admin, const Options& o, int shards) {
     for (const auto& r : store.complete(c, done)) stale += r.stale() ? 1 : 0;
     return StepResult{static_cast<int>(claimed.size()), ms, 2};
   });
-  const auto completed =
-      admin
-          .exec(fmt::format("SELECT count(*) FROM {}.attempt_outcomes WHERE state = 'completed'",
-                            schema.quoted()))
-          .get<std::int64_t>(0, 0);
+  const auto completed = admin
+                             .exec(fmt::format("SELECT completed FROM {}.queue_counts_exact('{}')",
+                                               schema.quoted(), kQueue))
+                             .get<std::int64_t>(0, 0);
   if (completed != o.jobs || stale.load() != 0) {
     throw std::runtime_error(fmt::format("drain S={}: {} completed of {}, {} stale", shards,
                                          completed, o.jobs, stale.load()));

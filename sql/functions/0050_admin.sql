@@ -58,10 +58,10 @@ SET jit = off AS $$
         WHERE j.queue = p_queue),
     batches AS (
         SELECT b.n_items,
-               (SELECT coalesce(sum(cardinality(c.lane_seqs)), 0)
+               (SELECT coalesce(sum(c.n_closed), 0)
                 FROM {schema}.claim_closures c
                 WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id) AS closed,
-               (SELECT coalesce(sum(cardinality(c.lane_seqs)), 0)
+               (SELECT coalesce(sum(c.n_closed), 0)
                 FROM {schema}.claim_closures c
                 WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
                   AND c.outcome = 'completed') AS completed

@@ -66,20 +66,20 @@ BEGIN
             FROM {schema}.claim_batches b
             WHERE b.batch_id IN (SELECT DISTINCT f.batch_id FROM first f)),
         closed AS MATERIALIZED (
-            SELECT c.batch_id, s.lane_seq
+            SELECT c.batch_id, c.lane_seqs
             FROM batches b
-            JOIN {schema}.claim_closures c ON c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
-            CROSS JOIN LATERAL unnest(c.lane_seqs) AS s(lane_seq)),
+            JOIN {schema}.claim_closures c ON c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id),
         open AS MATERIALIZED (
             SELECT f.*, b.claim_slot
             FROM first f
             JOIN batches b ON b.batch_id = f.batch_id
             WHERE f.lane_seq BETWEEN b.first_seq AND b.last_seq
               AND NOT EXISTS (SELECT 1 FROM closed c
-                              WHERE c.batch_id = f.batch_id AND c.lane_seq = f.lane_seq)),
+                              WHERE c.batch_id = f.batch_id AND c.lane_seqs @> f.lane_seq)),
         ins AS (
-            INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs)
-            SELECT o.claim_slot, o.batch_id, 'completed', array_agg(o.lane_seq ORDER BY o.lane_seq)
+            INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, n_closed)
+            SELECT o.claim_slot, o.batch_id, 'completed',
+                   range_agg(int8range(o.lane_seq, o.lane_seq, '[]')), count(*)
             FROM open o
             GROUP BY o.claim_slot, o.batch_id),
         -- A materialised attempt's lease row ends with the attempt (normally there is none).
@@ -106,17 +106,16 @@ BEGIN
         FROM {schema}.claim_batches b
         WHERE b.batch_id IN (SELECT DISTINCT f.batch_id FROM first f)),
     closed AS MATERIALIZED (
-        SELECT c.batch_id, s.lane_seq
+        SELECT c.batch_id, c.lane_seqs
         FROM batches b
-        JOIN {schema}.claim_closures c ON c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
-        CROSS JOIN LATERAL unnest(c.lane_seqs) AS s(lane_seq)),
+        JOIN {schema}.claim_closures c ON c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id),
     open AS MATERIALIZED (
         SELECT f.*, b.claim_slot, b.queue, b.priority, b.enqueue_shard
         FROM first f
         JOIN batches b ON b.batch_id = f.batch_id
         WHERE f.lane_seq BETWEEN b.first_seq AND b.last_seq
           AND NOT EXISTS (SELECT 1 FROM closed c
-                          WHERE c.batch_id = f.batch_id AND c.lane_seq = f.lane_seq)),
+                          WHERE c.batch_id = f.batch_id AND c.lane_seqs @> f.lane_seq)),
     -- The ready row of every attempt that ends other than completed: its body, its stored
     -- max_attempts, and the slot it sits in now (prune may have carried it forward).
     decided AS MATERIALIZED (
@@ -148,10 +147,10 @@ BEGIN
         -- an attempt whose ready row cannot be found is left open, never half-closed
         WHERE o.outcome = 'completed' OR r.job_id IS NOT NULL),
     closures AS (
-        INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs)
+        INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, n_closed)
         SELECT d.claim_slot, d.batch_id,
                CASE WHEN d.state = 'completed' THEN 'completed' ELSE 'closed' END,
-               array_agg(d.lane_seq ORDER BY d.lane_seq)
+               range_agg(int8range(d.lane_seq, d.lane_seq, '[]')), count(*)
         FROM decided d
         GROUP BY d.claim_slot, d.batch_id, d.state = 'completed'),
     history AS (

@@ -44,7 +44,7 @@ BEGIN
         WHERE i.lane_seq BETWEEN b.first_seq AND b.last_seq
           AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
                           WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
-                            AND i.lane_seq = ANY (c.lane_seqs))),
+                            AND c.lane_seqs @> i.lane_seq)),
     upd AS (
         UPDATE {schema}.leases l
         SET heartbeat_at = now(), progress = coalesce(o.progress, l.progress)
@@ -90,7 +90,7 @@ BEGIN
         SELECT b.*
         FROM {schema}.claim_batches b
         WHERE (p_only_batches IS NULL OR b.batch_id = ANY (p_only_batches))
-          AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs))
+          AND b.n_items > coalesce((SELECT sum(c.n_closed)
                                     FROM {schema}.claim_closures c
                                     WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0))
     SELECT b.batch_id, b.claim_slot, r.lane_seq, r.job_id, r.run_lease + 1, (r.attempt + 1)::smallint,
@@ -105,7 +105,7 @@ BEGIN
                         AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
       AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
                       WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
-                        AND r.lane_seq = ANY (c.lane_seqs));
+                        AND c.lane_seqs @> r.lane_seq);
 END
 $$;
 
@@ -140,7 +140,7 @@ BEGIN
           WHERE (b.claimed_at < now() - p_stale OR b.deadline_at < now()
                  OR EXISTS (SELECT 1 FROM {schema}.leases l
                             WHERE l.claim_batch = b.batch_id AND l.callback_timeout_at < now()))
-            AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs))
+            AND b.n_items > coalesce((SELECT sum(c.n_closed)
                                       FROM {schema}.claim_closures c
                                       WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0)
           ORDER BY b.claimed_at

@@ -173,7 +173,7 @@ BEGIN
         SELECT count(*) INTO v_n
         FROM {schema}.claim_batches b
         WHERE b.claim_slot = p_slot
-          AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs)) FROM {schema}.claim_closures c
+          AND b.n_items > coalesce((SELECT sum(c.n_closed) FROM {schema}.claim_closures c
                                     WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0);
         IF v_n > 0 THEN
             RETURN format('%s open receipts (claim batches with attempts still open)', v_n);
@@ -401,7 +401,7 @@ BEGIN
     SELECT array_agg(b.batch_id ORDER BY {schema}.attempt_lock_key(b.batch_id)) INTO v_open
     FROM {schema}.claim_batches b
     WHERE b.claim_slot = p_slot
-      AND b.n_items > coalesce((SELECT sum(cardinality(c.lane_seqs)) FROM {schema}.claim_closures c
+      AND b.n_items > coalesce((SELECT sum(c.n_closed) FROM {schema}.claim_closures c
                                 WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0);
     v_open := coalesce(v_open, '{}');
     IF cardinality(v_open) > 0 AND NOT p_carry THEN
@@ -415,7 +415,7 @@ BEGIN
     END IF;
 
     INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
-    SELECT b.queue, 'completed', sum(cardinality(c.lane_seqs))
+    SELECT b.queue, 'completed', sum(c.n_closed)
     FROM {schema}.claim_closures c
     JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
     WHERE c.claim_slot = p_slot AND c.outcome = 'completed' AND b.batch_id <> ALL (v_open)
@@ -433,8 +433,8 @@ BEGIN
     SELECT count(*) INTO v_k FROM kept;
     v_n := v_k;
     WITH kept AS (
-        INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, closed_at)
-        SELECT p_into, c.batch_id, c.outcome, c.lane_seqs, c.closed_at
+        INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, n_closed, closed_at)
+        SELECT p_into, c.batch_id, c.outcome, c.lane_seqs, c.n_closed, c.closed_at
         FROM {schema}.claim_closures c
         WHERE c.claim_slot = p_slot AND c.batch_id = ANY (v_open)
         RETURNING 1)

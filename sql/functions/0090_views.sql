@@ -11,7 +11,8 @@ SELECT r.ready_slot, b.queue, b.priority, b.enqueue_shard, s.lane_seq, r.job_id,
        'completed'::text AS state, c.closed_at AS finished_at, NULL::text AS error
 FROM {schema}.claim_closures c
 JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
-CROSS JOIN LATERAL unnest(c.lane_seqs) AS s(lane_seq)
+CROSS JOIN LATERAL unnest(c.lane_seqs) AS rg(closed)
+CROSS JOIN LATERAL generate_series(lower(rg.closed), upper(rg.closed) - 1) AS s(lane_seq)
 JOIN {schema}.ready_entries r
   ON r.queue = b.queue AND r.priority = b.priority AND r.enqueue_shard = b.enqueue_shard
  AND r.lane_seq = s.lane_seq

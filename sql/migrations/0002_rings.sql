@@ -100,14 +100,17 @@ CREATE TABLE {schema}.claim_batches (
 CREATE INDEX claim_batches_batch_id ON {schema}.claim_batches (batch_id);
 
 -- Closure evidence: an attempt (batch_id, lane_seq) is closed iff one of its batch's
--- closure rows lists its lane_seq. outcome 'completed' rows are the whole record of a
+-- closure rows contains its lane_seq. outcome 'completed' rows are the whole record of a
 -- successful attempt; 'closed' rows stand beside a per-attempt done_entries row.
+-- lane_seqs is a multirange: a flush that closes a whole 512-row claim stores one range
+-- (an array would be 4 kB, toasted); n_closed counts the lane_seqs in it.
 CREATE TABLE {schema}.claim_closures (
-    claim_slot smallint    NOT NULL,
-    batch_id   bigint      NOT NULL,
-    outcome    text        NOT NULL CHECK (outcome IN ('completed', 'closed')),
-    lane_seqs  bigint[]    NOT NULL,
-    closed_at  timestamptz NOT NULL DEFAULT now()
+    claim_slot smallint       NOT NULL,
+    batch_id   bigint         NOT NULL,
+    outcome    text           NOT NULL CHECK (outcome IN ('completed', 'closed')),
+    lane_seqs  int8multirange NOT NULL,
+    n_closed   integer        NOT NULL CHECK (n_closed >= 1),
+    closed_at  timestamptz    NOT NULL DEFAULT now()
 ) PARTITION BY LIST (claim_slot);
 CREATE INDEX claim_closures_batch_id ON {schema}.claim_closures (batch_id);
 

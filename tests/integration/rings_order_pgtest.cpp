@@ -187,7 +187,7 @@ TEST_F(RingsTest, CompletionRacingAnUncommittedRescueWaitsAndIsStale) {
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'rescued'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs WHERE reason = 'rescue'"), 1);
-  EXPECT_EQ(count("SELECT sum(cardinality(lane_seqs)) FROM claim_closures"), 1);
+  EXPECT_EQ(count("SELECT sum(n_closed) FROM claim_closures"), 1);
 }
 
 TEST_F(RingsTest, RescueRacingAnUncommittedCompletionWaitsAndFindsNothing) {
@@ -214,7 +214,7 @@ TEST_F(RingsTest, RescueRacingAnUncommittedCompletionWaitsAndFindsNothing) {
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
-  EXPECT_EQ(count("SELECT sum(cardinality(lane_seqs)) FROM claim_closures"), 1);
+  EXPECT_EQ(count("SELECT sum(n_closed) FROM claim_closures"), 1);
 }
 
 TEST_F(RingsTest, RepeatedAttemptInOneFlushIsClosedOnce) {
@@ -247,10 +247,10 @@ TEST_F(RingsTest, RepeatedAttemptInOneFlushIsClosedOnce) {
   EXPECT_EQ(fast[0].state, "completed");
   EXPECT_TRUE(fast[1].stale());
   // Every attempt of the batch has exactly one closure entry.
-  EXPECT_EQ(count("SELECT count(*) FROM (SELECT s FROM claim_closures, unnest(lane_seqs) s "
-                  "GROUP BY s HAVING count(*) > 1) d"),
+  EXPECT_EQ(count("SELECT count(*) FROM (SELECT s FROM claim_closures, unnest(lane_seqs) rg, "
+                  "generate_series(lower(rg), upper(rg) - 1) s GROUP BY s HAVING count(*) > 1) d"),
             0);
-  EXPECT_EQ(count("SELECT sum(cardinality(lane_seqs)) FROM claim_closures"), 3);
+  EXPECT_EQ(count("SELECT sum(n_closed) FROM claim_closures"), 3);
   const auto c = counts("dup");
   EXPECT_EQ(c.completed, 2);
   EXPECT_EQ(c.retryable, 1);
