@@ -118,8 +118,9 @@ $$;
 -- deferred_jobs due now (reason 'rescue'; promotion re-routes it), else it fails or goes
 -- to the DLQ. Returns (job_id, state, why) for every attempt closed here.
 --
--- Cost: the candidate scan reads the retained claim ring (a few slots: prune reclaims
--- closed ones) and expands only batches that are old or expired and not fully closed.
+-- Cost: the candidate scans are index range scans over old claims, expired deadlines and
+-- timed-out callbacks (prune keeps the old ones few), and only batches among them that are
+-- not fully closed are expanded.
 -- The candidates are then locked like any closer's, and re-judged with a snapshot taken
 -- after the locks, so a heartbeat or completion that got there first is respected.
 CREATE OR REPLACE FUNCTION {schema}.rescue_stale_attempts(p_stale interval, p_limit integer DEFAULT 1000)
@@ -134,13 +135,20 @@ DECLARE
     v_job     bigint[];
     v_why     text[];
 BEGIN
+    -- Three index-backed sources (one OR over them would scan every retained batch).
     SELECT array_agg(x.batch_id) INTO v_batches
     FROM (SELECT b.batch_id
-          FROM {schema}.claim_batches b
-          WHERE (b.claimed_at < now() - p_stale OR b.deadline_at < now()
-                 OR EXISTS (SELECT 1 FROM {schema}.leases l
-                            WHERE l.claim_batch = b.batch_id AND l.callback_timeout_at < now()))
-            AND b.n_items > coalesce((SELECT sum(c.n_closed)
+          FROM (SELECT o.claim_slot, o.batch_id, o.n_items, o.claimed_at
+                FROM {schema}.claim_batches o WHERE o.claimed_at < now() - p_stale
+                UNION
+                SELECT d.claim_slot, d.batch_id, d.n_items, d.claimed_at
+                FROM {schema}.claim_batches d WHERE d.deadline_at < now()
+                UNION
+                SELECT w.claim_slot, w.batch_id, w.n_items, w.claimed_at
+                FROM {schema}.leases l
+                JOIN {schema}.claim_batches w ON w.batch_id = l.claim_batch
+                WHERE l.callback_timeout_at < now()) AS b
+          WHERE b.n_items > coalesce((SELECT sum(c.n_closed)
                                       FROM {schema}.claim_closures c
                                       WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0)
           ORDER BY b.claimed_at

@@ -98,6 +98,10 @@ CREATE TABLE {schema}.claim_batches (
 ) PARTITION BY LIST (claim_slot);
 -- Closers find a batch by id alone: prune may have carried it to a newer slot.
 CREATE INDEX claim_batches_batch_id ON {schema}.claim_batches (batch_id);
+-- Rescue's candidate scans (old claims, expired deadlines) stay index range scans however
+-- many closed batches a ring not yet pruned still holds.
+CREATE INDEX claim_batches_claimed_at ON {schema}.claim_batches (claimed_at);
+CREATE INDEX claim_batches_deadline_at ON {schema}.claim_batches (deadline_at) WHERE deadline_at IS NOT NULL;
 
 -- Closure evidence: an attempt (batch_id, lane_seq) is closed iff one of its batch's
 -- closure rows contains its lane_seq. outcome 'completed' rows are the whole record of a
