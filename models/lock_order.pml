@@ -11,11 +11,17 @@
  *                 so one enqueue may span shards and queues.
  *   head[0..2]    claim-head rows in queue_claim_heads; FOR UPDATE SKIP LOCKED:
  *                 a claimer only ever *tries* them and never waits.
- *   akey[0..1]    per-attempt lock = the done_entries unique key of the attempt
- *                 (INSERT ... ON CONFLICT DO NOTHING waits for an uncommitted
- *                 inserter of the same key, then does nothing if it committed:
- *                 first closer wins).  Attempt a lives in ring slot a.
- *   ring          the queue-ring state row (FOR UPDATE by rotate and prune).
+ *   akey[0..1]    per-attempt lock: an exclusive lock a closer waits for and
+ *                 holds to commit, the first closer winning.  The code now takes
+ *                 the claim batch's advisory lock in ascending key order
+ *                 (close_attempts; attempt_lifecycle.pml models it in detail);
+ *                 it was the done_entries unique key when this model was
+ *                 written, which has the same lock shape.  Attempt a lives in
+ *                 ring slot a.
+ *   ring          the ring's serialisation between rotate and prune.  The code
+ *                 now only tries it (pg_try_advisory_xact_lock on the ring; the
+ *                 ring-state row is no longer locked or updated), so it adds no
+ *                 wait at all; the model keeps the stricter blocking lock.
  *   part[0..1]    table-level lock of ring slot k's ready/done partitions.
  *                 Readers and writers (AccessShare, RowExclusive) share it;
  *                 TRUNCATE needs AccessExclusive.  Waiting follows

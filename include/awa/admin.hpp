@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "awa/connection.hpp"
@@ -41,7 +42,10 @@ struct QueueCounts {
 // (claim batches and their closures), "lease" (materialised leases).
 inline constexpr const char* kRings[] = {"queue", "claim", "lease"};
 
-// What one rotation or prune did. `done` false: nothing changed, `reason` says why.
+// What one rotation or prune did. `done` false: nothing changed, `reason` says why. A
+// rotation's reason starts with "busy:", "idle:", "full:" (the next slot still holds an
+// unpruned generation: prune it, with carry if it holds live work) or "lost the race:".
+inline constexpr std::string_view kRingFull = "full:";
 struct RingAction {
   std::string ring;
   bool done = false;

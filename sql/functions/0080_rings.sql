@@ -114,7 +114,7 @@ BEGIN
     ELSIF {schema}.ring_slot_empty(p_ring, v_cur.slot) THEN
         v_why := 'idle: the current slot is empty';
     ELSIF v_cur.generation + 1 - v_n > {schema}.ring_pruned_through(p_ring) THEN
-        v_why := format('slot %s still holds generation %s: it must be pruned first',
+        v_why := format('full: slot %s still holds generation %s: it must be pruned first',
                         (v_cur.generation + 1) % v_n, v_cur.generation + 1 - v_n);
     END IF;
     IF v_why IS NULL THEN

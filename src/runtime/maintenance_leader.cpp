@@ -151,7 +151,7 @@ void MaintenanceLeader::rings(awa::Connection& conn) {
     }
     if (!rotate_due) continue;
     auto rotated = admin.rotate(conn, ring);
-    if (!rotated.done && rotated.reason.find("must be pruned first") != std::string::npos) {
+    if (!rotated.done && rotated.reason.starts_with(kRingFull)) {
       // The ring is full: carry the oldest slot's live work forward so it can advance.
       const auto carried = admin.prune(conn, ring, true, options_.failed_retention);
       if (carried.done) {
