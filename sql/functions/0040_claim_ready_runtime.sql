@@ -20,9 +20,10 @@
 --
 -- Rows of one lane may sit in several live ready slots (the ring rotated while they
 -- waited, or prune carried them forward), not necessarily in slot order. The candidate
--- scan therefore reads each live slot with the slot as a plain scalar — PostgreSQL prunes
--- that to one partition at executor start-up and walks the primary key in lane_seq order
--- — and takes each lane's smallest head over the slots. The drain then reads the lane
+-- scan therefore reads each live slot with the slot as a plain scalar (lane_heads_in_slot,
+-- one UNION ALL arm per possible live slot, an arm with a NULL slot doing nothing) —
+-- PostgreSQL prunes that to one partition at executor start-up and walks the primary key
+-- in lane_seq order — and takes each lane's smallest head over the slots. The drain then reads the lane
 -- range [lo, lo + max_batch - 1] from every live slot at once, lo being the lane's visible
 -- head (or the cursor, if a claimer moved it past that head meanwhile): a range, not
 -- "ORDER BY lane_seq LIMIT n" over "ready_slot = ANY(slots)", which PostgreSQL neither
@@ -32,6 +33,28 @@
 --
 -- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
 -- row's run_at; the lane priority stays in every key and is returned beside it.
+-- Each lane's first row at or after its claim cursor in one ready slot (none for a NULL
+-- slot). A SQL function so that PostgreSQL inlines it: called with a scalar slot it is
+-- pruned to one partition at executor start-up and walks the primary key in lane_seq
+-- order.
+CREATE OR REPLACE FUNCTION {schema}.lane_heads_in_slot(p_queue text, p_slot smallint)
+RETURNS TABLE (priority smallint, enqueue_shard smallint, seq bigint, at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT claims.priority, claims.enqueue_shard, head.lane_seq, head.run_at
+    FROM {schema}.queue_claim_heads AS claims
+    CROSS JOIN LATERAL (
+        SELECT r.lane_seq, r.run_at
+        FROM {schema}.ready_entries r
+        WHERE r.ready_slot = p_slot
+          AND r.queue = claims.queue
+          AND r.priority = claims.priority
+          AND r.enqueue_shard = claims.enqueue_shard
+          AND r.lane_seq >= claims.claim_seq
+        ORDER BY r.lane_seq
+        LIMIT 1) AS head
+    WHERE claims.queue = p_queue AND p_slot IS NOT NULL
+$$;
+
 DROP FUNCTION IF EXISTS {schema}.claim_ready_runtime(text, integer, interval, interval);
 CREATE FUNCTION {schema}.claim_ready_runtime(
     p_queue text,
@@ -44,13 +67,15 @@ RETURNS TABLE (
     queue text, priority smallint, effective_priority smallint, kind text, args jsonb,
     metadata jsonb, tags text[], max_attempts smallint, ordering_key bytea, errors jsonb,
     run_at timestamptz, created_at timestamptz, claimed_at timestamptz, deadline_at timestamptz)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Generic plans: the statements over all sixteen possible live slots are pruned at
+-- executor start-up; planned per call (custom plans) they cost milliseconds.
+SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     v_gen        bigint;
     v_pruned     bigint;
     v_slots      smallint[];
-    v_slot       smallint;
     v_claim_slot smallint;
     v_aging_s    double precision;
     v_priority   smallint;
@@ -58,11 +83,6 @@ DECLARE
     v_cursor     bigint;
     v_rows       bigint;
     v_tries      integer := 0;
-    -- lane heads over all live slots: (priority, shard, lane_seq, run_at)
-    v_head_p     smallint[];
-    v_head_s     smallint[];
-    v_head_seq   bigint[];
-    v_head_at    timestamptz[];
     v_lo         bigint;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
@@ -101,33 +121,27 @@ BEGIN
             RAISE EXCEPTION 'claim_ready_runtime reads at most 16 live ready slots, the ring has %',
                 cardinality(v_slots) USING ERRCODE = '0A000';
         END IF;
-        v_head_p := '{}'; v_head_s := '{}'; v_head_seq := '{}'; v_head_at := '{}';
-        FOREACH v_slot IN ARRAY v_slots LOOP
-            SELECT v_head_p || coalesce(array_agg(claims.priority), '{}'),
-                   v_head_s || coalesce(array_agg(claims.enqueue_shard), '{}'),
-                   v_head_seq || coalesce(array_agg(head.lane_seq), '{}'),
-                   v_head_at || coalesce(array_agg(head.run_at), '{}')
-            INTO v_head_p, v_head_s, v_head_seq, v_head_at
-            FROM {schema}.queue_claim_heads AS claims
-            CROSS JOIN LATERAL (
-                SELECT r.lane_seq, r.run_at
-                FROM {schema}.ready_entries r
-                WHERE r.ready_slot = v_slot
-                  AND r.queue = claims.queue
-                  AND r.priority = claims.priority
-                  AND r.enqueue_shard = claims.enqueue_shard
-                  AND r.lane_seq >= claims.claim_seq
-                ORDER BY r.lane_seq
-                LIMIT 1) AS head
-            WHERE claims.queue = p_queue;
-        END LOOP;
-
         SELECT claims.priority, claims.enqueue_shard, head.seq
         INTO v_priority, v_shard, v_lo
         FROM {schema}.queue_claim_heads AS claims
         JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
         JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.seq, h.at
-              FROM unnest(v_head_p, v_head_s, v_head_seq, v_head_at) AS h(p, s, seq, at)
+              FROM (SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[1])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[2])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[3])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[4])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[5])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[6])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[7])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[8])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[9])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[10])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[11])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[12])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[13])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[14])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[15])
+                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])) AS h(p, s, seq, at)
               ORDER BY h.p, h.s, h.seq) AS head
           ON head.p = claims.priority AND head.s = claims.enqueue_shard
         WHERE claims.queue = p_queue
