@@ -84,6 +84,21 @@ std::vector<int> parse_int_list(std::string_view text, std::string_view what) {
   return out;
 }
 
+Percentiles percentiles(std::vector<double> values) {
+  Percentiles p;
+  p.n = values.size();
+  if (values.empty()) return p;
+  std::sort(values.begin(), values.end());
+  const auto at = [&](double q) {
+    return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))];
+  };
+  p.p50 = at(0.50);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  p.max = values.back();
+  return p;
+}
+
 double mean(std::span<const double> values) {
   if (values.empty()) return 0;
   double sum = 0;

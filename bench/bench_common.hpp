@@ -49,6 +49,20 @@ pg::Connection connect(std::string application_name, std::chrono::seconds statem
 // "1,2,4,8" -> {1, 2, 4, 8}. Throws std::invalid_argument naming `what` on bad input.
 std::vector<int> parse_int_list(std::string_view text, std::string_view what);
 
+// p50 / p95 / p99 (nearest rank) and max of a sample, with its size.
+struct Percentiles {
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  double max = 0;
+  std::size_t n = 0;
+
+  nlohmann::json to_json() const {
+    return {{"p50", p50}, {"p95", p95}, {"p99", p99}, {"max", max}, {"jobs", n}};
+  }
+};
+Percentiles percentiles(std::vector<double> values);
+
 double mean(std::span<const double> values);
 double median(std::span<const double> values);
 

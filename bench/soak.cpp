@@ -140,33 +140,6 @@ struct Options {
   std::string json_path;
 };
 
-struct Percentiles {
-  double p50 = 0;
-  double p95 = 0;
-  double p99 = 0;
-  double max = 0;
-  std::size_t n = 0;
-
-  nlohmann::json to_json() const {
-    return {{"p50", p50}, {"p95", p95}, {"p99", p99}, {"max", max}, {"jobs", n}};
-  }
-};
-
-Percentiles percentiles(std::vector<double> v) {
-  Percentiles p;
-  p.n = v.size();
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  const auto at = [&](double q) {
-    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
-  };
-  p.p50 = at(0.50);
-  p.p95 = at(0.95);
-  p.p99 = at(0.99);
-  p.max = v.back();
-  return p;
-}
-
 struct TableStat {
   std::int64_t dead = 0;
   std::int64_t live = 0;
