@@ -7,6 +7,8 @@
 //          token fires (cancel, rescue elsewhere, shutdown past the grace period)
 //   fail   {"mode": "retryable" | "terminal"}: fails that way (default retryable)
 //   echo   logs its args and completes
+//   flaky  {"fail_attempts": N, "retry_ms": M}: a retryable failure (retried after M ms)
+//          on attempts 1..N, then completes (defaults 1 and 100): a retry that succeeds
 #include <pthread.h>
 #include <unistd.h>
 
@@ -103,6 +105,15 @@ JobResult fail_job(JobContext& job) {
   return JobResult::failed("fail job (retryable)", true);
 }
 
+JobResult flaky_job(JobContext& job) {
+  const auto fail_attempts = job.args().value("fail_attempts", 1);
+  const auto retry_ms = job.args().value("retry_ms", 100L);
+  if (job.attempt() <= fail_attempts)
+    return JobResult::retry_after(std::chrono::milliseconds(retry_ms),
+                                  fmt::format("flaky job: attempt {} fails", job.attempt()));
+  return JobResult::completed();
+}
+
 // Blocks SIGINT and SIGTERM in this thread (and so in every thread the client starts from
 // it), and restores the previous mask on destruction; sigwait() then receives them
 // synchronously, which keeps the handling out of async-signal context entirely.
@@ -157,6 +168,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   client.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
   client.register_worker("sleep", sleep_job);
   client.register_worker("fail", fail_job);
+  client.register_worker("flaky", flaky_job);
   client.register_worker("echo", [](JobContext& job) {
     spdlog::info("echo: job {} (attempt {}) args {}", job.job_id(), job.attempt(),
                  job.args().dump());
@@ -193,7 +205,8 @@ int work(const Context& ctx, const WorkArgs& a) {
 
 void add_work(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<WorkArgs>();
-  auto* cmd = app.add_subcommand("work", "run workers (built-in kinds: noop, sleep, fail, echo)");
+  auto* cmd =
+      app.add_subcommand("work", "run workers (built-in kinds: noop, sleep, fail, echo, flaky)");
   cmd->add_option("--queue,-q", a->queues, "queue to work, as NAME or NAME:MAX_WORKERS (repeat)")
       ->required();
   cmd->add_option("--max-workers", a->max_workers,
