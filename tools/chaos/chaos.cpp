@@ -1,0 +1,521 @@
+// awa_chaos: the fault harness's driver (docs/reliability.md, "Fault harness").
+//
+// Producers enqueue keyed and unkeyed jobs on a 4-shard queue while three `awa work`
+// processes drain it and a bounded random schedule (from --seed) injects faults: SIGKILL
+// of a worker (respawned), SIGSTOP/SIGCONT of a worker for longer than the stale timeout,
+// pg_terminate_backend of awa connections, of the maintenance leader's connection, and an
+// immediate restart of the server. Then the producers stop, the workers drain and stop,
+// and the ledger check (ledger.cpp) compares what was committed with what happened.
+//
+// Runs only against the harness's own cluster: scripts/chaos starts it with
+// AWA_PG_INSTANCE=chaos, and the driver refuses to restart a server unless that variable
+// names an instance (restarting the shared .pg/ cluster would break the test suite).
+// Child processes are signalled only by the pid the driver got from fork.
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "awa/admin.hpp"
+#include "awa/connection.hpp"
+#include "awa/error.hpp"
+#include "ledger.hpp"
+#include "processes.hpp"
+#include "producers.hpp"
+#include "sql.hpp"
+
+namespace chaos {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Wall = std::chrono::system_clock;
+using std::chrono::milliseconds;
+
+struct Options {
+  std::string url;
+  std::string awa;
+  std::string pg_script;
+  std::string log_dir;
+  std::string json;
+  std::string queue = "chaos";
+  int seconds = 60;
+  std::uint64_t seed = 1;
+  int workers = 3;
+  int producers = 3;
+  double rate = 20.0;
+  int max_faults = 40;
+  int drain_seconds = 60;
+  long heartbeat_ms = 300;
+  long stale_ms = 2000;
+  bool no_restart = false;
+};
+
+enum class FaultKind { kKillWorker, kStopWorker, kTerminateBackends, kTerminateLeader, kRestart };
+constexpr std::array kAllFaults = {FaultKind::kKillWorker, FaultKind::kStopWorker,
+                                   FaultKind::kTerminateBackends, FaultKind::kTerminateLeader,
+                                   FaultKind::kRestart};
+
+const char* name(FaultKind k) {
+  switch (k) {
+    case FaultKind::kKillWorker:
+      return "kill-worker";
+    case FaultKind::kStopWorker:
+      return "stop-worker";
+    case FaultKind::kTerminateBackends:
+      return "terminate-backends";
+    case FaultKind::kTerminateLeader:
+      return "terminate-leader";
+    case FaultKind::kRestart:
+      return "restart-immediate";
+  }
+  return "?";
+}
+
+struct PlannedFault {
+  milliseconds at;  // from the start of the fault phase
+  FaultKind kind;
+};
+
+// The schedule: every kind once (shuffled) first, then weighted random picks; gaps leave
+// each fault time to play out (a restart takes seconds, a stop lasts past the stale
+// timeout). Bounded by max_faults and by the window [4 s, seconds - 8 s].
+std::vector<PlannedFault> plan(const Options& o, std::mt19937_64& rng) {
+  std::vector<PlannedFault> out;
+  std::vector<FaultKind> first(kAllFaults.begin(), kAllFaults.end());
+  if (o.no_restart) std::erase(first, FaultKind::kRestart);
+  std::shuffle(first.begin(), first.end(), rng);
+  std::discrete_distribution<int> weighted({3.0, 2.0, 3.0, 2.0, o.no_restart ? 0.0 : 1.0});
+  const auto end = milliseconds(std::max(0, o.seconds - 8) * 1000L);
+  auto t = milliseconds(4000 + static_cast<long>(rng() % 1000));
+  while (t <= end && static_cast<int>(out.size()) < o.max_faults) {
+    const auto kind = out.size() < first.size()
+                          ? first[out.size()]
+                          : kAllFaults[static_cast<std::size_t>(weighted(rng))];
+    out.push_back({t, kind});
+    long gap = 2000 + static_cast<long>(rng() % 3000);
+    if (kind == FaultKind::kRestart) gap += 8000;
+    if (kind == FaultKind::kStopWorker) gap = std::max(gap, o.stale_ms + 3000);
+    t += milliseconds(gap);
+  }
+  return out;
+}
+
+struct Slot {
+  pid_t pid = 0;
+  bool expected_exit = false;  // we killed it
+  std::optional<Clock::time_point> respawn_at;
+  std::optional<Clock::time_point> cont_at;  // SIGSTOPped until then
+  int spawns = 0;
+};
+
+class Harness {
+ public:
+  explicit Harness(Options o) : o_(std::move(o)), rng_(o_.seed) {}
+
+  int run();
+
+ private:
+  Db& admin();
+  void say(const std::string& line) const;
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  void spawn_worker(std::size_t i);
+  void tend_workers();
+  void inject(FaultKind kind);
+  bool kill_worker();
+  bool stop_worker();
+  bool terminate_backends();
+  bool terminate_leader();
+  bool restart_server();
+  void stop_workers();
+  int sanitizer_reports() const;
+
+  Options o_;
+  std::mt19937_64 rng_;
+  Clock::time_point started_ = Clock::now();
+  std::optional<Db> admin_;
+  std::vector<Slot> slots_;
+  std::optional<pid_t> restart_pid_;
+  std::vector<Wall::time_point> fault_times_;
+  std::vector<std::string> fault_lines_;
+  int unexpected_exits_ = 0;
+  int stop_timeouts_ = 0;
+};
+
+void Harness::say(const std::string& line) const {
+  fmt::print("chaos: [{:6.1f}s] {}\n", elapsed(), line);
+  std::fflush(stdout);
+}
+
+// The driver's own connection, reopened after a fault broke it (bounded: 30 s).
+Db& Harness::admin() {
+  if (admin_ && admin_->ok()) return *admin_;
+  admin_.reset();
+  const auto until = Clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    try {
+      admin_.emplace(Db::connect(o_.url, "awa-chaos-driver"));
+      return *admin_;
+    } catch (const awa::Error&) {
+      if (Clock::now() > until) throw;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  }
+}
+
+void Harness::spawn_worker(std::size_t i) {
+  auto& s = slots_[i];
+  const std::vector<std::string> argv = {
+      o_.awa, "--database-url", o_.url, "work", "--queue", o_.queue + ":4", "--heartbeat-ms",
+      std::to_string(o_.heartbeat_ms), "--stale-ms", std::to_string(o_.stale_ms),
+      "--maintenance-ms", "250",
+      // no rotation, so no prune: the ledger check needs
+      // every attempt's record
+      "--rotate-ms", "0", "--poll-ms", "250", "--shutdown-timeout-ms", "3000", "--pool-size", "4",
+      "--no-migrate"};
+  s.pid = spawn(argv, fmt::format("{}/worker-{}.log", o_.log_dir, i));
+  s.expected_exit = false;
+  s.respawn_at.reset();
+  s.cont_at.reset();
+  ++s.spawns;
+}
+
+// Reaps exited workers and respawns them, continues stopped ones that are due.
+void Harness::tend_workers() {
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
+    if (s.pid != 0) {
+      if (const auto code = try_reap(s.pid)) {
+        if (!s.expected_exit) {
+          ++unexpected_exits_;
+          say(fmt::format("worker {} (pid {}) exited on its own with status {}; respawning", i,
+                          s.pid, *code));
+        }
+        s.pid = 0;
+        s.cont_at.reset();
+        s.respawn_at = now + (s.expected_exit ? milliseconds(300) : milliseconds(1000));
+      }
+    }
+    if (s.pid == 0 && s.respawn_at && now >= *s.respawn_at) spawn_worker(i);
+    if (s.pid != 0 && s.cont_at && now >= *s.cont_at) {
+      ::kill(s.pid, SIGCONT);
+      s.cont_at.reset();
+      say(fmt::format("worker {} (pid {}) continued", i, s.pid));
+    }
+  }
+  if (restart_pid_) {
+    if (const auto code = try_reap(*restart_pid_)) {
+      say(fmt::format("server restart finished (status {})", *code));
+      restart_pid_.reset();
+    }
+  }
+}
+
+bool Harness::kill_worker() {
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].pid != 0 && !slots_[i].cont_at) live.push_back(i);
+  if (live.empty()) return false;
+  const auto i = live[rng_() % live.size()];
+  ::kill(slots_[i].pid, SIGKILL);
+  slots_[i].expected_exit = true;
+  fault_lines_.push_back(fmt::format("SIGKILL worker {} (pid {})", i, slots_[i].pid));
+  return true;
+}
+
+bool Harness::stop_worker() {
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].pid != 0 && !slots_[i].cont_at) live.push_back(i);
+  if (live.empty()) return false;
+  const auto i = live[rng_() % live.size()];
+  const auto ms = o_.stale_ms + 1000 + static_cast<long>(rng_() % 1000);
+  ::kill(slots_[i].pid, SIGSTOP);
+  slots_[i].cont_at = Clock::now() + milliseconds(ms);
+  fault_lines_.push_back(fmt::format("SIGSTOP worker {} (pid {}) for {} ms", i, slots_[i].pid, ms));
+  return true;
+}
+
+bool Harness::terminate_backends() {
+  // Workers name their sessions awa-work-<pid>; producers' public connections are "awa".
+  const auto rows = admin().query(
+      "SELECT pid, application_name FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+      "AND (application_name = 'awa' OR application_name LIKE 'awa-work-%') ORDER BY pid");
+  if (rows.empty()) return false;
+  auto pool = rows;
+  std::shuffle(pool.begin(), pool.end(), rng_);
+  const auto n = std::min<std::size_t>(pool.size(), 1 + rng_() % 4);
+  std::string what;
+  for (std::size_t k = 0; k < n; ++k) {
+    admin().query("SELECT pg_terminate_backend($1::int)", {*pool[k][0]});
+    what += fmt::format(" {}({})", *pool[k][0], pool[k][1].value_or(""));
+  }
+  fault_lines_.push_back(
+      fmt::format("pg_terminate_backend of {} of {} awa sessions:{}", n, rows.size(), what));
+  return true;
+}
+
+bool Harness::terminate_leader() {
+  // docs/runtime.md: the leader holds advisory lock (hashtext(schema), 1279607108).
+  const auto rows = admin().query(
+      "SELECT a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+      "WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 1279607108 AND l.objsubid = 2 "
+      "AND l.classid = hashtext('awa')::oid");
+  if (rows.empty()) {
+    fault_lines_.push_back("terminate leader: no leader holds the lock right now (skipped)");
+    return false;
+  }
+  admin().query("SELECT pg_terminate_backend($1::int)", {*rows[0][0]});
+  fault_lines_.push_back(fmt::format("pg_terminate_backend of the maintenance leader {} ({})",
+                                     *rows[0][0], rows[0][1].value_or("")));
+  return true;
+}
+
+bool Harness::restart_server() {
+  if (restart_pid_) return false;
+  admin_.reset();
+  restart_pid_ = spawn({o_.pg_script, "restart-immediate"}, o_.log_dir + "/restart.log");
+  fault_lines_.push_back("pg_ctl restart -m immediate");
+  return true;
+}
+
+void Harness::inject(FaultKind kind) {
+  const auto at = Wall::now();
+  bool done = false;
+  try {
+    switch (kind) {
+      case FaultKind::kKillWorker:
+        done = kill_worker();
+        break;
+      case FaultKind::kStopWorker:
+        done = stop_worker();
+        break;
+      case FaultKind::kTerminateBackends:
+        done = terminate_backends();
+        break;
+      case FaultKind::kTerminateLeader:
+        done = terminate_leader();
+        break;
+      case FaultKind::kRestart:
+        done = restart_server();
+        break;
+    }
+  } catch (const awa::Error& e) {
+    fault_lines_.push_back(fmt::format("{} failed: {}", name(kind), e.what()));
+  }
+  say(fmt::format("fault {}: {}", name(kind), fault_lines_.empty() ? "" : fault_lines_.back()));
+  if (done) fault_times_.push_back(at);
+}
+
+void Harness::stop_workers() {
+  for (auto& s : slots_) {
+    if (s.pid == 0) continue;
+    if (s.cont_at) ::kill(s.pid, SIGCONT);
+    ::kill(s.pid, SIGTERM);
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
+    if (s.pid == 0) continue;
+    // Graceful stop: two shutdown timeouts (3 s each) and a flush, with margin.
+    const auto code = wait_for(s.pid, std::chrono::seconds(20));
+    if (!code) {
+      ++stop_timeouts_;
+      say(fmt::format("worker {} (pid {}) did not stop within 20 s of SIGTERM; SIGKILL", i, s.pid));
+      ::kill(s.pid, SIGKILL);
+      wait_for(s.pid, std::chrono::seconds(5));
+    } else if (*code != 0) {
+      ++unexpected_exits_;
+      say(fmt::format("worker {} (pid {}) exited with status {} at SIGTERM", i, s.pid, *code));
+    }
+    s.pid = 0;
+  }
+}
+
+int Harness::sanitizer_reports() const {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(o_.log_dir)) {
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find("AddressSanitizer") != std::string::npos ||
+          line.find("runtime error:") != std::string::npos ||
+          line.find("LeakSanitizer") != std::string::npos)
+        ++n;
+  }
+  return n;
+}
+
+int Harness::run() {
+  std::filesystem::create_directories(o_.log_dir);
+  say(fmt::format("seed {}, {} s of faults, {} workers, {} producers; logs in {}", o_.seed,
+                  o_.seconds, o_.workers, o_.producers, o_.log_dir));
+
+  // A fresh schema every run: the ledger check reads the whole history.
+  admin().script(
+      "SET client_min_messages = warning; DROP SCHEMA IF EXISTS awa CASCADE; "
+      "DROP SCHEMA IF EXISTS chaos CASCADE");
+  const auto migrated = chaos::run({o_.awa, "--database-url", o_.url, "migrate"},
+                                   o_.log_dir + "/migrate.log", std::chrono::seconds(60));
+  if (!migrated || *migrated != 0) throw std::runtime_error("awa migrate failed (migrate.log)");
+  {
+    auto conn = awa::Connection::connect(o_.url);
+    awa::Admin().set_enqueue_shards(conn, o_.queue, 4);
+  }
+
+  slots_.resize(static_cast<std::size_t>(o_.workers));
+  for (std::size_t i = 0; i < slots_.size(); ++i) spawn_worker(i);
+  Producers producers({o_.url, o_.queue, o_.producers, o_.rate, o_.seed});
+  producers.start();
+
+  const auto schedule = plan(o_, rng_);
+  say(fmt::format("{} faults planned", schedule.size()));
+  const auto phase_start = Clock::now();
+  const auto phase_end = phase_start + std::chrono::seconds(o_.seconds);
+  std::size_t next = 0;
+  while (Clock::now() < phase_end) {
+    tend_workers();
+    if (next < schedule.size() && Clock::now() >= phase_start + schedule[next].at) {
+      inject(schedule[next].kind);
+      ++next;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+
+  // Let a running restart finish and stopped workers continue before the drain.
+  const auto settle_until = Clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    tend_workers();
+    bool stopped = false;
+    for (const auto& s : slots_) stopped = stopped || s.cont_at.has_value();
+    if ((!restart_pid_ && !stopped) || Clock::now() > settle_until) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  producers.stop();
+  const auto pstats = producers.stats();
+  say(
+      fmt::format("producers stopped: {} jobs committed, {} with an unknown commit outcome, "
+                  "{} transactions rolled back, {} connects",
+                  pstats.committed, pstats.unknown, pstats.rolled_back, pstats.reconnects));
+
+  const auto committed = load_ledger(admin(), producers.results());
+  const auto drain_until = Clock::now() + std::chrono::seconds(o_.drain_seconds);
+  std::int64_t left = 0;
+  for (;;) {
+    tend_workers();
+    try {
+      left = unfinished(admin());
+    } catch (const awa::ConnectionError&) {
+      left = -1;
+    }
+    if (left == 0 || Clock::now() > drain_until) break;
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  say(fmt::format("drain: {} of {} committed jobs without a terminal outcome", left, committed));
+  stop_workers();
+
+  auto r = check_ledger(admin(), o_.url, o_.queue);
+  const auto recovery = recovery_seconds(admin(), fault_times_);
+  double max_recovery = 0.0;
+  int unrecovered = 0;
+  for (std::size_t i = 0; i < recovery.size(); ++i) {
+    if (recovery[i] < 0)
+      ++unrecovered;
+    else
+      max_recovery = std::max(max_recovery, recovery[i]);
+  }
+  const int sanitizer = sanitizer_reports();
+
+  say(
+      fmt::format("outcomes: completed {} failed {} cancelled {} dlq {}; {} jobs retried; "
+                  "{} ended unexpectedly for their kind (a noop out of attempts, ...)",
+                  r.completed, r.failed, r.cancelled, r.dlq, r.retried_jobs, r.unexpected_end));
+  say(fmt::format("unknown commits: {} ({} applied); keyed jobs checked for order: {}",
+                  r.unknown_commits, r.unknown_applied, r.keyed_checked));
+  say(
+      fmt::format("lost {} (pending {}), double finalised {}, phantom {}, resurrected {}, "
+                  "key order violations {}, lane violations {}",
+                  r.lost, r.lost_pending, r.double_finalised, r.phantom, r.resurrected,
+                  r.order_violations, r.lane_violations));
+  say(
+      fmt::format("workers: {} unexpected exits, {} stop timeouts, {} sanitizer lines; "
+                  "faults without a later completion: {}",
+                  unexpected_exits_, stop_timeouts_, sanitizer, unrecovered));
+  for (const auto& p : r.problems) say("VIOLATION " + p);
+
+  const bool ok = r.ok() && unrecovered == 0 && stop_timeouts_ == 0 && sanitizer == 0;
+  const auto faults = static_cast<std::int64_t>(fault_times_.size());
+  fmt::print("jobs={} lost={} double_finalised={} faults={} max_recovery_s={:.2f}\n", r.jobs,
+             r.lost, r.double_finalised, faults, max_recovery);
+  if (!o_.json.empty()) {
+    nlohmann::json j = {{"jobs", r.jobs},
+                        {"lost", r.lost},
+                        {"double_finalised", r.double_finalised},
+                        {"faults", faults},
+                        {"max_recovery_s", std::round(max_recovery * 100.0) / 100.0}};
+    std::ofstream(o_.json) << j.dump(2) << '\n';
+  }
+  if (!ok) say(fmt::format("FAILED (worker logs in {})", o_.log_dir));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace chaos
+
+int main(int argc, char** argv) {
+  chaos::Options o;
+  CLI::App app("awa_chaos: fault harness driver (run it through scripts/chaos)");
+  app.add_option("--url", o.url, "the harness cluster's DATABASE_URL")->required();
+  app.add_option("--awa", o.awa, "path of the awa binary")->required();
+  app.add_option("--pg-script", o.pg_script, "path of scripts/pg (restart-immediate)");
+  app.add_option("--log-dir", o.log_dir, "where worker logs go")->required();
+  app.add_option("--seconds", o.seconds, "length of the fault phase")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the fault schedule and the job mix")
+      ->capture_default_str();
+  app.add_option("--json", o.json, "also write the result keys to this JSON file");
+  app.add_option("--workers", o.workers, "awa work processes")->capture_default_str();
+  app.add_option("--producers", o.producers, "producer threads")->capture_default_str();
+  app.add_option("--rate", o.rate, "enqueue transactions per second per producer")
+      ->capture_default_str();
+  app.add_option("--max-faults", o.max_faults, "cap on injected faults")->capture_default_str();
+  app.add_option("--drain-seconds", o.drain_seconds, "bound on the drain")->capture_default_str();
+  app.add_option("--heartbeat-ms", o.heartbeat_ms, "workers' heartbeat")->capture_default_str();
+  app.add_option("--stale-ms", o.stale_ms, "workers' stale timeout (rescue)")
+      ->capture_default_str();
+  app.add_flag("--no-restart", o.no_restart, "never restart the server");
+  CLI11_PARSE(app, argc, argv);
+
+  if (o.seconds < 1 || o.workers < 1 || o.producers < 1 || o.rate <= 0) {
+    std::cerr << "awa_chaos: --seconds, --workers, --producers and --rate must be positive\n";
+    return 2;
+  }
+  const char* instance = std::getenv("AWA_PG_INSTANCE");
+  if (!o.no_restart && (instance == nullptr || *instance == '\0' || o.pg_script.empty())) {
+    std::cerr << "awa_chaos: server restarts need --pg-script and AWA_PG_INSTANCE naming the "
+                 "harness's own cluster (never the shared one); use scripts/chaos\n";
+    return 2;
+  }
+  try {
+    return chaos::Harness(o).run();
+  } catch (const std::exception& e) {
+    std::cerr << "awa_chaos: " << e.what() << '\n';
+    return 2;
+  }
+}

@@ -1,0 +1,175 @@
+#include "producers.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <span>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "awa/connection.hpp"
+#include "awa/error.hpp"
+#include "awa/job.hpp"
+#include "awa/queue_storage.hpp"
+
+namespace chaos {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kKeysPerProducer = 4;
+
+// Sleeps up to `d`, returning early when `stop` is set.
+void nap(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
+  const auto until = Clock::now() + d;
+  while (!stop.load() && Clock::now() < until)
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(10), until - Clock::now()));
+}
+
+}  // namespace
+
+Producers::Producers(ProducerOptions options)
+    : options_(std::move(options)),
+      jobs_(static_cast<std::size_t>(options_.producers)),
+      stats_(static_cast<std::size_t>(options_.producers)) {}
+
+Producers::~Producers() { stop(); }
+
+void Producers::start() {
+  for (int i = 0; i < options_.producers; ++i) threads_.emplace_back([this, i] { run(i); });
+}
+
+void Producers::stop() {
+  stop_.store(true);
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+std::vector<ProducedJob> Producers::results() const {
+  std::vector<ProducedJob> all;
+  for (const auto& v : jobs_) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+ProducerStats Producers::stats() const {
+  ProducerStats total;
+  for (const auto& s : stats_) {
+    total.committed += s.committed;
+    total.unknown += s.unknown;
+    total.rolled_back += s.rolled_back;
+    total.reconnects += s.reconnects;
+  }
+  return total;
+}
+
+void Producers::run(int index) {
+  const auto idx = static_cast<std::size_t>(index);
+  auto& out = jobs_[idx];
+  auto& st = stats_[idx];
+  std::mt19937_64 rng(options_.seed * 1000003U + static_cast<std::uint64_t>(index));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  awa::QueueStorage store;
+  std::optional<awa::Connection> conn;
+  auto backoff = std::chrono::milliseconds(50);
+  std::int64_t seq = 0;
+  const auto period = std::chrono::microseconds(static_cast<long>(1e6 / options_.rate));
+  auto next = Clock::now();
+
+  while (!stop_.load()) {
+    if (!conn) {
+      try {
+        conn.emplace(awa::Connection::connect(options_.url, std::chrono::seconds(2)));
+        backoff = std::chrono::milliseconds(50);
+        ++st.reconnects;
+      } catch (const std::exception&) {
+        nap(stop_, backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+        continue;
+      }
+    }
+
+    // The mix: keyed and unkeyed noop, a batch of three in one transaction, jobs that
+    // retry then succeed (flaky), jobs that exhaust their attempts (fail), slow jobs
+    // (sleep, long enough to be caught running by a fault).
+    std::vector<awa::NewJob> batch;
+    std::vector<ProducedJob> meta;
+    const double pick = unit(rng);
+    const int jobs_in_txn = pick < 0.10 ? 3 : 1;
+    for (int j = 0; j < jobs_in_txn; ++j) {
+      ProducedJob pj;
+      pj.producer = index;
+      pj.seq = ++seq;
+      pj.marker = fmt::format("p{}-{}", index, pj.seq);
+      nlohmann::json args = {{"m", pj.marker}, {"p", index}, {"n", pj.seq}};
+      awa::InsertOpts opts;
+      opts.queue = options_.queue;
+      opts.max_attempts = 5;
+      bool keyed = false;
+      if (pick < 0.10) {
+        pj.kind = "noop";
+      } else if (pick < 0.55) {
+        pj.kind = "noop";
+        keyed = true;
+      } else if (pick < 0.72) {
+        pj.kind = "noop";
+      } else if (pick < 0.82) {
+        pj.kind = "flaky";
+        args["fail_attempts"] = 1;
+        args["retry_ms"] = 100;
+        keyed = unit(rng) < 0.5;
+      } else if (pick < 0.87) {
+        pj.kind = "fail";
+        args["mode"] = "retryable";
+        opts.max_attempts = 2;
+      } else {
+        pj.kind = "sleep";
+        args["ms"] = 100 + static_cast<int>(unit(rng) * 300);
+        keyed = unit(rng) < 0.5;
+      }
+      if (keyed) {
+        pj.ordering_key =
+            fmt::format("p{}-k{}", index, static_cast<int>(unit(rng) * kKeysPerProducer));
+        opts.ordering_key = pj.ordering_key;
+      }
+      batch.emplace_back(pj.kind, args, opts);
+      meta.push_back(std::move(pj));
+    }
+
+    bool committing = false;
+    try {
+      awa::Transaction tx(*conn);
+      const auto ids = store.insert_many(*conn, std::span<const awa::NewJob>(batch));
+      for (std::size_t k = 0; k < ids.size() && k < meta.size(); ++k) meta[k].job_id = ids[k];
+      committing = true;
+      tx.commit();
+      for (auto& m : meta) out.push_back(std::move(m));
+      st.committed += static_cast<std::int64_t>(batch.size());
+    } catch (const std::exception&) {
+      if (committing) {
+        // Whatever the error, the COMMIT may have been applied: resolve by marker later.
+        for (auto& m : meta) {
+          m.commit = CommitState::kUnknown;
+          out.push_back(std::move(m));
+        }
+        st.unknown += static_cast<std::int64_t>(batch.size());
+      } else {
+        ++st.rolled_back;
+      }
+      // A broken or confused session is replaced; a fresh one costs little here.
+      conn.reset();
+      nap(stop_, backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      continue;
+    }
+
+    next += period;
+    const auto now = Clock::now();
+    if (next < now - std::chrono::seconds(1)) next = now;  // do not burst after an outage
+    if (next > now) nap(stop_, std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
+  }
+}
+
+}  // namespace chaos

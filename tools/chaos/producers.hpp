@@ -1,0 +1,73 @@
+// Producer threads: transactional enqueue through the public API (awa::QueueStorage on an
+// awa::Connection) of keyed and unkeyed jobs, through faults.
+//
+// A job counts as committed only when its COMMIT returned success. When the COMMIT itself
+// failed (the connection dropped mid-commit, the server crashed) the outcome is unknown:
+// the job is recorded as such with its unique marker (args "m") and resolved later by
+// looking the marker up (ledger.cpp). A producer never re-sends such a job, so a marker
+// names at most one job. Errors before COMMIT mean nothing was committed.
+//
+// Thread safety: start() / stop() / results() from one thread; results() after stop().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace chaos {
+
+enum class CommitState { kCommitted, kUnknown };
+
+struct ProducedJob {
+  std::int64_t job_id = 0;  // as insert returned it (also for an unknown commit)
+  int producer = 0;
+  std::int64_t seq = 0;  // the producer's enqueue order (a producer commits serially)
+  std::string marker;    // unique in the run; args "m"
+  std::string kind;
+  std::optional<std::string> ordering_key;
+  CommitState commit = CommitState::kCommitted;
+};
+
+struct ProducerOptions {
+  std::string url;
+  std::string queue;
+  int producers = 3;
+  // Target enqueue transactions per second per producer.
+  double rate = 20.0;
+  std::uint64_t seed = 1;
+};
+
+struct ProducerStats {
+  std::int64_t committed = 0;    // jobs
+  std::int64_t unknown = 0;      // jobs whose COMMIT outcome is unknown
+  std::int64_t rolled_back = 0;  // transactions that failed before COMMIT
+  std::int64_t reconnects = 0;
+};
+
+class Producers {
+ public:
+  explicit Producers(ProducerOptions options);
+  ~Producers();
+  Producers(const Producers&) = delete;
+  Producers& operator=(const Producers&) = delete;
+
+  void start();
+  void stop();  // signals and joins; bounded by the connect timeout
+  std::vector<ProducedJob> results() const;
+  ProducerStats stats() const;
+
+ private:
+  void run(int index);
+
+  ProducerOptions options_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+  // One per producer, written only by its thread until stop() joined it.
+  std::vector<std::vector<ProducedJob>> jobs_;
+  std::vector<ProducerStats> stats_;
+};
+
+}  // namespace chaos
