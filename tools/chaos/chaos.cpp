@@ -421,14 +421,14 @@ int Harness::run() {
   for (;;) {
     tend_workers();
     try {
-      left = unfinished(admin());
-    } catch (const awa::ConnectionError&) {
+      left = unfinished(o_.url, o_.queue);
+    } catch (const awa::Error&) {
       left = -1;
     }
     if (left == 0 || Clock::now() > drain_until) break;
     std::this_thread::sleep_for(milliseconds(500));
   }
-  say(fmt::format("drain: {} of {} committed jobs without a terminal outcome", left, committed));
+  say(fmt::format("drain: {} of the queue's jobs not finished ({} committed)", left, committed));
   stop_workers();
 
   auto r = check_ledger(admin(), o_.url, o_.queue);

@@ -41,8 +41,9 @@ struct LedgerResult {
 // Returns the number of committed jobs.
 std::int64_t load_ledger(Db& db, const std::vector<ProducedJob>& jobs);
 
-// Committed jobs without a terminal outcome yet (the drain condition).
-std::int64_t unfinished(Db& db);
+// Jobs of the queue not finished yet: available + running + scheduled + retryable
+// (Admin::queue_counts, exact). The drain condition.
+std::int64_t unfinished(const std::string& url, const std::string& queue);
 
 LedgerResult check_ledger(Db& db, const std::string& url, const std::string& queue);
 
