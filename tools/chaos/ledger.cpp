@@ -90,6 +90,7 @@ FROM chaos.ledger
 // every ready row of it (quadratic). chaos.ready copies the ready rows with a job_id index.
 constexpr const char* kSnapshotOutcomes = R"sql(
 SET client_min_messages = warning;
+DROP TABLE IF EXISTS chaos.outcomes, chaos.ready;
 ANALYZE awa.ready_entries, awa.claim_batches, awa.claim_closures, awa.done_entries;
 CREATE TABLE chaos.ready AS
 SELECT queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt FROM awa.ready_entries;
