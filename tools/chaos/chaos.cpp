@@ -153,6 +153,7 @@ class Harness {
   std::optional<Db> admin_;
   std::vector<Slot> slots_;
   std::optional<pid_t> restart_pid_;
+  std::size_t restart_fault_ = 0;  // its index in fault_times_
   std::vector<Wall::time_point> fault_times_;
   std::vector<std::string> fault_lines_;
   int unexpected_exits_ = 0;
@@ -225,6 +226,17 @@ void Harness::tend_workers() {
     if (const auto code = try_reap(*restart_pid_)) {
       say(fmt::format("server restart finished (status {})", *code));
       restart_pid_.reset();
+      // A restart's fault time is when the old server was gone: the new postmaster's start
+      // (work claimed and completed between the pg_ctl call and the kill must not count).
+      try {
+        const auto start = admin().scalar("SELECT extract(epoch FROM pg_postmaster_start_time())");
+        if (start && restart_fault_ < fault_times_.size()) {
+          const auto us = static_cast<long long>(std::stod(*start) * 1e6);
+          fault_times_[restart_fault_] = Wall::time_point(std::chrono::microseconds(us));
+        }
+      } catch (const awa::Error& e) {
+        say(fmt::format("cannot read the new server's start time: {}", e.what()));
+      }
     }
   }
 }
@@ -323,7 +335,10 @@ void Harness::inject(FaultKind kind) {
     fault_lines_.push_back(fmt::format("{} failed: {}", name(kind), e.what()));
   }
   say(fmt::format("fault {}: {}", name(kind), fault_lines_.empty() ? "" : fault_lines_.back()));
-  if (done) fault_times_.push_back(at);
+  if (done) {
+    if (kind == FaultKind::kRestart) restart_fault_ = fault_times_.size();
+    fault_times_.push_back(at);
+  }
 }
 
 void Harness::stop_workers() {
