@@ -1,12 +1,18 @@
 // Jobs as producers describe them.
 //
 // A job has a kind (what to run), JSON args (its input) and insert options. Limits
-// (validated before anything is written; awa::InvalidArgument otherwise):
-//   kind: 1..200 bytes.  queue: 1..200 chars from [A-Za-z0-9_.:-].  priority: 1..4.
-//   max_attempts: 1..1000.  args: valid JSON text.  ordering_key: at most 256 bytes.
+// (validated before anything is written; awa::InvalidArgument otherwise; docs/api.md):
+//   kind: 1..200 bytes of UTF-8 without NUL.  queue: 1..200 chars from [A-Za-z0-9_.:-].
+//   priority: 1..4.  max_attempts: 1..1000.
+//   args: valid JSON text of at most 1 MiB, no \u0000 (jsonb cannot store it).
+//   ordering_key: at most 256 bytes (any bytes).
+//   metadata: null or a JSON object, at most 64 KiB serialized, UTF-8, no \u0000.
+//   tags: at most 32, each at most 255 bytes of UTF-8 without NUL.
+//   run_at: at most 100 years from now.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +26,12 @@ using JobId = std::int64_t;
 
 inline constexpr std::size_t kMaxNameBytes = 200;
 inline constexpr std::size_t kMaxOrderingKeyBytes = 256;
+inline constexpr std::size_t kMaxArgsBytes = std::size_t{1} << 20;       // 1 MiB of JSON text
+inline constexpr std::size_t kMaxMetadataBytes = std::size_t{64} << 10;  // serialized
+inline constexpr std::size_t kMaxTags = 32;
+inline constexpr std::size_t kMaxTagBytes = 255;
+// How far ahead run_at may be: 100 years of 365.25 days.
+inline constexpr std::chrono::seconds kMaxScheduleAhead{3'155'760'000};
 
 struct InsertOpts {
   // Default: "default".

@@ -1,6 +1,7 @@
 #include "storage/validate.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,24 +28,95 @@ bool has_nul_escape(std::string_view json) {
   return false;
 }
 
+// The length of the well-formed UTF-8 sequence at text[i], or 0 (RFC 3629, table 3-7 of
+// the Unicode standard: no overlong forms, no surrogates, nothing above U+10FFFF).
+std::size_t utf8_sequence(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > text.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return len;
+}
+
+// PostgreSQL's text type holds UTF-8 without NUL (a NUL would also end the libpq
+// parameter early, silently truncating the value). Returns what is wrong, or "".
+std::string text_problem(std::string_view text) {
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    return fmt::format("contains a NUL byte at offset {}", nul);
+  }
+  if (const auto bad = invalid_utf8_at(text)) {
+    return fmt::format("is not valid UTF-8 (byte 0x{:02x} at offset {})",
+                       static_cast<unsigned char>(text[*bad]), *bad);
+  }
+  return {};
+}
+
 }  // namespace
+
+std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::nullopt;
+}
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size() && out.size() < limit) {
+    const std::size_t n = utf8_sequence(text, i);
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (n == 0 || (n == 1 && (b < 0x20 || b == 0x7F))) {
+      out += fmt::format("\\x{:02x}", b);
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
+}
 
 void validate_queue_name(std::string_view queue) {
   if (queue.empty() || queue.size() > kMaxNameBytes ||
       !std::all_of(queue.begin(), queue.end(), queue_char)) {
     throw InvalidArgument(
         fmt::format("invalid queue name \"{}\": use 1..{} characters from A-Z a-z 0-9 _ . : -",
-                    queue, kMaxNameBytes));
+                    printable(queue), kMaxNameBytes));
   }
 }
 
 void validate_job(const NewJob& job, std::size_t index) {
   const auto fail = [&](const std::string& what) {
-    throw InvalidArgument(fmt::format("job {} (kind \"{}\"): {}", index, job.kind, what));
+    throw InvalidArgument(
+        fmt::format("job {} (kind \"{}\"): {}", index, printable(job.kind), what));
   };
   if (job.kind.empty() || job.kind.size() > kMaxNameBytes) {
     fail(fmt::format("kind must be 1..{} bytes", kMaxNameBytes));
   }
+  if (const auto p = text_problem(job.kind); !p.empty()) fail("kind " + p);
   try {
     validate_queue_name(job.opts.queue);
   } catch (const InvalidArgument& e) {
@@ -60,14 +132,51 @@ void validate_job(const NewJob& job, std::size_t index) {
     fail(fmt::format("ordering_key is {} bytes; the limit is {}", job.opts.ordering_key->size(),
                      kMaxOrderingKeyBytes));
   }
+  // Size first: no point parsing 10 MB to reject it.
+  if (job.args_json.size() > kMaxArgsBytes) {
+    fail(fmt::format("args are {} bytes of JSON; the limit is {} (1 MiB)", job.args_json.size(),
+                     kMaxArgsBytes));
+  }
   if (!nlohmann::json::accept(job.args_json)) {
     fail("args are not valid JSON");
   }
   if (has_nul_escape(job.args_json)) {
     fail("args contain \\u0000, which PostgreSQL's jsonb cannot store");
   }
-  if (!job.opts.metadata.is_null() && !job.opts.metadata.is_object()) {
-    fail("metadata must be a JSON object");
+  if (!job.opts.metadata.is_null()) {
+    if (!job.opts.metadata.is_object()) fail("metadata must be a JSON object");
+    std::string text;
+    try {
+      text = job.opts.metadata.dump();
+    } catch (const nlohmann::json::type_error& e) {
+      // nlohmann's message says where ("invalid UTF-8 byte at index 0: 0xFF").
+      fail(fmt::format("metadata is not valid UTF-8 ({})", e.what()));
+    }
+    if (text.size() > kMaxMetadataBytes) {
+      fail(fmt::format("metadata is {} bytes serialized; the limit is {} (64 KiB)", text.size(),
+                       kMaxMetadataBytes));
+    }
+    if (has_nul_escape(text)) {
+      fail("metadata contains \\u0000, which PostgreSQL's jsonb cannot store");
+    }
+  }
+  if (job.opts.tags.size() > kMaxTags) {
+    fail(fmt::format("{} tags; the limit is {}", job.opts.tags.size(), kMaxTags));
+  }
+  for (std::size_t t = 0; t < job.opts.tags.size(); ++t) {
+    const auto& tag = job.opts.tags[t];
+    if (tag.size() > kMaxTagBytes) {
+      fail(fmt::format("tag {} is {} bytes; the limit is {}", t, tag.size(), kMaxTagBytes));
+    }
+    if (const auto p = text_problem(tag); !p.empty()) fail(fmt::format("tag {} {}", t, p));
+  }
+  if (job.opts.run_at) {
+    const auto now = std::chrono::system_clock::now();
+    // Compared as a difference: now + kMaxScheduleAhead cannot overflow, but a caller's
+    // time_point::max() must not be added to anything.
+    if (*job.opts.run_at > now && *job.opts.run_at - now > kMaxScheduleAhead) {
+      fail("run_at is more than 100 years from now");
+    }
   }
 }
 

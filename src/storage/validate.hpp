@@ -1,8 +1,12 @@
-// Producer input validation: the same rules as the SQL function validate_job
-// (sql/functions/0010_routing.sql). Throws awa::InvalidArgument naming the job and field.
+// Producer input validation: the rules of the SQL function validate_job
+// (sql/functions/0010_routing.sql) plus what PostgreSQL could only reject mid-batch
+// (invalid UTF-8, NUL bytes, \u0000 in jsonb) and the size limits of include/awa/job.hpp.
+// Throws awa::InvalidArgument naming the job and field; never touches the database.
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "awa/job.hpp"
@@ -12,5 +16,12 @@ namespace awa::storage {
 void validate_queue_name(std::string_view queue);
 // `index` is the job's position in its batch, for the message.
 void validate_job(const NewJob& job, std::size_t index);
+
+// The byte offset of the first byte that does not start a well-formed UTF-8 sequence
+// (overlong forms, surrogates and code points above U+10FFFF included), or nullopt.
+std::optional<std::size_t> invalid_utf8_at(std::string_view text);
+// `text` for an error message: at most `limit` bytes, control characters and invalid
+// UTF-8 shown as \xNN.
+std::string printable(std::string_view text, std::size_t limit = 64);
 
 }  // namespace awa::storage
