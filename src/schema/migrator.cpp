@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kMigrationsDir = "migrations/";
 constexpr std::string_view kFunctionsDir = "functions/";
+constexpr std::string_view kFunctionSettings = "security/function_settings.sql";
 
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -145,6 +146,14 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
                            quoted_),
                name, sum);
     report.functions_updated.push_back(name);
+  }
+  // Function attributes (a fixed search_path, SECURITY DEFINER for the producer path) in
+  // one place, every time: re-applying a function file resets them.
+  try {
+    conn.exec(sql::render(sql::file(kFunctionSettings), quoted_));
+  } catch (const Error& e) {
+    throw MigrationError(fmt::format("{} failed: {}", kFunctionSettings, e.what()), e.retry(),
+                         e.sqlstate(), e.detail(), e.hint());
   }
   tx.commit();
   return report;

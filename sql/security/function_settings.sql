@@ -1,0 +1,56 @@
+-- Function attributes, applied by the migrator after every function file (it re-runs
+-- this file on every migrate; it changes only what differs, so a no-op migrate writes
+-- nothing). CREATE OR REPLACE resets a function's SECURITY and SET clauses, which is
+-- why they are set here, once, and not in each function file.
+--
+-- 1. A fixed search_path: every function gets `search_path = pg_catalog, pg_temp`.
+--    Every name of this schema in a function body is already qualified ({schema}.x), so
+--    the path only decides where built-ins and operators come from: pg_catalog first,
+--    and pg_temp last, so a temporary table or function can never shadow anything
+--    (leaving pg_temp out would put it first for relations). A caller's own
+--    search_path therefore never changes what a function does, which is what makes the
+--    SECURITY DEFINER functions below safe to call from a less privileged role
+--    (PostgreSQL never looks up functions or operators in pg_temp).
+--    Exempt: plain SQL functions that PostgreSQL inlines (LANGUAGE sql, STABLE or
+--    IMMUTABLE, no SET clause, not SECURITY DEFINER). A SET clause stops inlining — and
+--    the claim depends on lane_heads_in_slot being inlined (0040_claim_ready_runtime.sql).
+--    An inlined body becomes part of the calling statement, so it resolves names under
+--    the caller's path: the pinned path when the caller is one of these functions, the
+--    session's (pg_catalog implicitly first) when it is a query of the C++ code; its
+--    relation names are qualified either way.
+-- 2. SECURITY DEFINER for the two lane functions the producers call (the C++ producer
+--    directly, the SQL producers through reserve_lane_range): creating a lane creates a
+--    sequence (CREATE on the schema) and reserving a range advances the lane's sequence
+--    and locks the ready partition. As definer functions they need no grant on any of
+--    that, so awa_producer gets EXECUTE on them plus INSERT-only table grants
+--    (sql/roles/grants.sql). They touch only qualified tables of this schema — no
+--    temporary table, which a caller could have created first with a trigger of its own
+--    that would then run as the owner; that is why insert_job_compat and
+--    insert_jobs_compat (awa_compat_batch) stay SECURITY INVOKER. Every other function
+--    acts with the caller's privileges, so a role without them gets SQLSTATE 42501.
+DO $awa_settings$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT p.oid::regprocedure AS sig, p.proname, p.prosecdef, p.proconfig,
+               l.lanname, p.provolatile
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+        WHERE p.pronamespace = '{schema}'::regnamespace AND p.prokind = 'f'
+    LOOP
+        IF f.proname IN ('ensure_lane', 'reserve_lane_range') THEN
+            IF NOT f.prosecdef THEN
+                EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
+            END IF;
+        ELSIF f.lanname = 'sql' AND NOT f.prosecdef AND f.proconfig IS NULL
+              AND f.provolatile IN ('i', 's') THEN
+            CONTINUE;  -- inlined: see 1.
+        END IF;
+        IF f.proconfig IS NULL
+           OR NOT ('search_path=pg_catalog, pg_temp' = ANY (f.proconfig)) THEN
+            EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f.sig);
+        END IF;
+    END LOOP;
+END
+$awa_settings$;
