@@ -32,6 +32,7 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "cli.hpp"
+#include "metrics/listen_address.hpp"
 
 namespace awa::cli {
 namespace {
@@ -69,20 +70,6 @@ QueueConfig parse_queue(const std::string& spec) {
     }
   }
   return q;
-}
-
-std::pair<std::string, int> parse_addr(const std::string& addr) {
-  const auto colon = addr.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    const auto* first = addr.data() + colon + 1;
-    const auto* last = addr.data() + addr.size();
-    const auto [end, ec] = std::from_chars(first, last, port);
-    if (ec != std::errc() || end != last) port = -1;
-  }
-  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535)
-    throw InvalidArgument("--metrics-addr must be HOST:PORT, e.g. 127.0.0.1:9464");
-  return {addr.substr(0, colon), port};
 }
 
 JobResult sleep_job(JobContext& job) {
@@ -160,8 +147,8 @@ int work(const Context& ctx, const WorkArgs& a) {
   // in pg_locks, to this process.
   o.application_name = fmt::format("awa-work-{}", ::getpid());
 
-  std::optional<std::pair<std::string, int>> metrics_at;
-  if (!a.metrics_addr.empty()) metrics_at = parse_addr(a.metrics_addr);
+  std::optional<metrics::ListenAddress> metrics_at;
+  if (!a.metrics_addr.empty()) metrics_at = metrics::parse_listen_address(a.metrics_addr);
 
   const BlockedSignals signals;
   Client client(o);
@@ -182,7 +169,7 @@ int work(const Context& ctx, const WorkArgs& a) {
 
   std::unique_ptr<metrics::Server> server;
   if (metrics_at) {
-    server = std::make_unique<metrics::Server>(metrics_at->first, metrics_at->second);
+    server = std::make_unique<metrics::Server>(metrics_at->host, metrics_at->port);
     server->start();
     spdlog::info("metrics on http://{}:{}/metrics", server->address(), server->port());
   }
@@ -215,7 +202,8 @@ void add_work(CLI::App& app, Context& ctx) {
   cmd->add_option("--pool-size", a->pool_size, "database connections in the pool")
       ->capture_default_str();
   cmd->add_option("--metrics-addr", a->metrics_addr,
-                  "serve Prometheus metrics on HOST:PORT (GET /metrics)");
+                  "serve Prometheus metrics (GET /metrics) on [HOST:]PORT; PORT alone binds "
+                  "127.0.0.1, name a host (e.g. 0.0.0.0:9464) to serve other hosts");
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "heartbeat period")->capture_default_str();
   cmd->add_option("--stale-ms", a->stale_ms, "rescue attempts whose heartbeat is older")
       ->capture_default_str();

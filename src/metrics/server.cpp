@@ -9,11 +9,16 @@
 
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
+#include "metrics/listen_address.hpp"
 
 namespace awa::metrics {
 
 struct Server::Impl {
-  Impl(std::string a, int p, Registry& r) : address(std::move(a)), requested_port(p), registry(r) {}
+  // An empty address means loopback, never "every interface" (listen_address.hpp).
+  Impl(std::string a, int p, Registry& r)
+      : address(a.empty() ? std::string(kDefaultMetricsHost) : std::move(a)),
+        requested_port(p),
+        registry(r) {}
 
   const std::string address;
   const int requested_port;
