@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "awa/error.hpp"
+#include "pg/redact.hpp"
 
 namespace awa::cli {
 
@@ -22,14 +24,15 @@ const std::string& Context::require_database_url() const {
 namespace {
 
 // One line, with the SQLSTATE when PostgreSQL produced the error; DETAIL and HINT follow
-// on their own lines only when present, since they often say what to do.
-void report(const Error& e) {
+// on their own lines only when present, since they often say what to do. The connection
+// string's password is scrubbed from all of it, whatever produced the message.
+void report(const Error& e, const std::string& url) {
   std::string line = fmt::format("awa: error: {}", e.what());
   if (!e.sqlstate().empty() && e.sqlstate() != "22023")
     line += fmt::format(" [SQLSTATE {}]", e.sqlstate());
-  std::cerr << line << "\n";
-  if (!e.detail().empty()) std::cerr << "  detail: " << e.detail() << "\n";
-  if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+  std::cerr << pg::scrub_password(line, url) << "\n";
+  if (!e.detail().empty()) std::cerr << "  detail: " << pg::scrub_password(e.detail(), url) << "\n";
+  if (!e.hint().empty()) std::cerr << "  hint: " << pg::scrub_password(e.hint(), url) << "\n";
 }
 
 }  // namespace
@@ -40,6 +43,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   if (const char* env = std::getenv("DATABASE_URL")) ctx.database_url = env;
+  // Never capture_default_str(): the value may come from $DATABASE_URL and hold a password.
   app.add_option("--database-url", ctx.database_url,
                  "PostgreSQL connection URI (default: $DATABASE_URL)");
   app.add_option("--schema", ctx.schema, "schema holding the queue tables")->capture_default_str();
@@ -51,19 +55,26 @@ int run(int argc, char** argv) {
   add_queue(app, ctx);
   add_work(app, ctx);
   add_storage(app, ctx);
+  add_roles(app, ctx);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Help and usage errors may echo arguments (a URL given in the wrong place).
+    std::ostringstream out;
+    std::ostringstream err;
+    const int code = app.exit(e, out, err);
+    std::cout << pg::scrub_password(out.str(), ctx.database_url);
+    std::cerr << pg::scrub_password(err.str(), ctx.database_url);
+    return code;
   }
   try {
     return ctx.action ? ctx.action() : 0;
   } catch (const Error& e) {
-    report(e);
+    report(e, ctx.database_url);
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "awa: error: " << e.what() << "\n";
+    std::cerr << "awa: error: " << pg::scrub_password(e.what(), ctx.database_url) << "\n";
     return 1;
   }
 }

@@ -85,6 +85,26 @@ struct RingStatus {
   std::optional<RingEvent> last_prune_skip;
 };
 
+// One set of privileges a role holds on some objects of the schema.
+struct RoleGrant {
+  std::string kind;        // "schema", "tables", "columns", "sequences", "functions",
+                           // "partitions" (TRUNCATE on the ring partitions)
+  std::string privileges;  // e.g. "INSERT" or "DELETE, INSERT, SELECT, UPDATE"
+  std::string objects;     // the objects, comma-separated, e.g. "deferred_jobs, ready_entries"
+};
+
+struct RoleSetup {
+  std::string role;               // e.g. "awa_producer"
+  bool created = false;           // false: it existed and was brought up to date
+  std::vector<RoleGrant> grants;  // everything the role holds in the schema afterwards
+};
+
+// What setup_roles did: the producer, worker and admin role, in that order.
+struct RolesReport {
+  std::string schema;
+  std::vector<RoleSetup> roles;
+};
+
 class Admin {
  public:
   // Default schema: "awa". Throws InvalidArgument for a bad schema name.
@@ -125,6 +145,26 @@ class Admin {
   // Every ring's slots, generations and row counts (exact: reads every partition), and
   // its last rotation, prune and skip reasons.
   std::vector<RingStatus> storage_status(Connection& conn) const;
+
+  // Least privilege: creates (or brings up to date) the NOLOGIN roles <prefix>_producer,
+  // <prefix>_worker and <prefix>_admin and grants each what it needs in this schema, no
+  // more; deployments grant them to their login roles.
+  //   producer: enqueue only — QueueStorage::insert*, insert_job_compat,
+  //     insert_jobs_compat. Cannot read any job's data, claim, complete or cancel.
+  //   worker: claim, complete, heartbeat, read the jobs, and the maintenance leader's
+  //     work (promotion, rescue, ring rotation and prune, DLQ purge). Cannot change
+  //     queue settings (queue_meta).
+  //   admin: the worker's privileges plus queue settings: every Admin function.
+  // None owns an object, so none can ALTER or DROP one or migrate: run migrate() and this
+  // as the schema's owner, and again after a migration (new objects get no grants until
+  // then). Clients running as one of these roles need ClientOptions::migrate = false.
+  // Idempotent; revokes and re-grants in one transaction (the caller's, when one is
+  // open), so a re-run converges on exactly the current privilege set. Roles are
+  // cluster-wide; privileges are per schema: run it once per schema.
+  // REQUIRES: CREATEROLE (or superuser) and ownership of the schema's objects.
+  // Throws InvalidArgument for a prefix that is not 1-54 lower-case letters, digits or
+  // underscores starting with a letter or underscore.
+  RolesReport setup_roles(Connection& conn, std::string_view prefix = "awa") const;
 
  private:
   std::string schema_;

@@ -1,0 +1,2 @@
+-- $1 role names: those that exist already.
+SELECT rolname FROM pg_catalog.pg_roles WHERE rolname = ANY ($1::text[])

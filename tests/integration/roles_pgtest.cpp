@@ -1,0 +1,477 @@
+// Least privilege (issue 10): what awa_producer, awa_worker and awa_admin can and cannot
+// do, shown by running each operation under SET ROLE (which changes the privileges the
+// session acts with, exactly as a login role granted the awa role would). Roles are
+// cluster-wide, so each test uses its own prefix and drops its roles afterwards.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "awa/admin.hpp"
+#include "awa/client.hpp"
+#include "awa/connection.hpp"
+#include "awa/error.hpp"
+#include "cli_runner.hpp"
+#include "storage_support.hpp"
+
+namespace awa::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kDenied = "42501";  // insufficient_privilege
+
+// The SQLSTATE `fn` fails with; "" when it succeeds.
+std::string sqlstate_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.sqlstate().empty() ? std::string("(no sqlstate) ") + e.what() : e.sqlstate();
+  }
+  return "";
+}
+
+class RolesTest : public StorageTest {
+ protected:
+  void SetUpSchema() override {
+    StorageTest::SetUpSchema();
+    // "t_r_<pid>_<n>_<hex>": unique per test and per run, a valid role prefix.
+    prefix_ = unique_schema_name("r");
+    report_ = Admin(schema_).setup_roles(owner_conn(), prefix_);
+  }
+
+  void TearDown() override {
+    as_.clear();
+    owner_.reset();
+    StorageTest::TearDown();  // drops the schema, and with it every grant on its objects
+    try {
+      pg::Connection c = pg::Connection::connect(test_connect_options());
+      const auto existing =
+          c.exec(fmt::format("SELECT count(*) FROM pg_roles WHERE rolname IN ('{0}_producer', "
+                             "'{0}_worker', '{0}_admin')",
+                             prefix_))
+              .get<std::int64_t>(0, 0);
+      if (existing == 3) {
+        // DROP OWNED removes what the schema drop did not: default privileges.
+        c.exec(fmt::format("DROP OWNED BY {0}_producer, {0}_worker, {0}_admin", prefix_));
+      }
+      c.exec(fmt::format("DROP ROLE IF EXISTS {0}_producer, {0}_worker, {0}_admin", prefix_));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "dropping roles " << prefix_ << "_*: " << e.what();
+    }
+  }
+
+  awa::Connection& owner_conn() {
+    if (!owner_)
+      owner_ = std::make_unique<awa::Connection>(awa::Connection::connect(database_url()));
+    return *owner_;
+  }
+
+  std::string role(const char* which) const { return prefix_ + "_" + which; }
+
+  // A connection acting as <prefix>_<which>, search_path on the test schema.
+  awa::Connection& as(const char* which) {
+    auto& c = as_[which];
+    if (!c) {
+      c = std::make_unique<awa::Connection>(awa::Connection::connect(database_url()));
+      c->execute("SET search_path TO " + quoted_schema());
+      c->execute("SET ROLE " + role(which));
+    }
+    return *c;
+  }
+
+  std::string denied_sql(const char* which, const std::string& sql) {
+    return sqlstate_of([&] { as(which).native().exec(sql); });
+  }
+
+  JobId enqueue_as(const char* which, const std::string& queue, QueueStorage& store) {
+    return store.insert(as(which), NewJob("k", {{"secret", "args of " + queue}}, on_queue(queue)));
+  }
+
+  std::string prefix_;
+  RolesReport report_;
+  std::unique_ptr<awa::Connection> owner_;
+  std::map<std::string, std::unique_ptr<awa::Connection>> as_;
+};
+
+TEST_F(RolesTest, SetupCreatesThreeNologinRolesAndReportsTheirGrants) {
+  ASSERT_EQ(report_.roles.size(), 3u);
+  EXPECT_EQ(report_.roles[0].role, role("producer"));
+  EXPECT_EQ(report_.roles[1].role, role("worker"));
+  EXPECT_EQ(report_.roles[2].role, role("admin"));
+  for (const auto& r : report_.roles) {
+    EXPECT_TRUE(r.created) << r.role;
+    EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_roles WHERE rolname = '{}' AND NOT "
+                                "rolcanlogin AND NOT rolsuper AND NOT rolcreaterole",
+                                r.role)),
+              1);
+  }
+  const auto has = [](const RoleSetup& r, const std::string& kind, const std::string& privs,
+                      const std::string& object) {
+    return std::any_of(r.grants.begin(), r.grants.end(), [&](const RoleGrant& g) {
+      return g.kind == kind && g.privileges == privs &&
+             (", " + g.objects + ",").find(", " + object + ",") != std::string::npos;
+    });
+  };
+  const auto& producer = report_.roles[0];
+  EXPECT_TRUE(has(producer, "tables", "INSERT", "ready_entries"));
+  EXPECT_TRUE(has(producer, "tables", "INSERT", "deferred_jobs"));
+  EXPECT_TRUE(has(producer, "columns", "SELECT", "ready_entries(job_id)"));
+  EXPECT_TRUE(has(producer, "functions", "EXECUTE", "insert_job_compat"));
+  EXPECT_FALSE(has(producer, "functions", "EXECUTE", "claim_ready_runtime"));
+  EXPECT_TRUE(has(report_.roles[1], "functions", "EXECUTE", "claim_ready_runtime"));
+  EXPECT_TRUE(has(report_.roles[1], "tables", "SELECT", "queue_meta"));
+  EXPECT_TRUE(has(report_.roles[2], "tables", "DELETE, INSERT, SELECT, UPDATE", "queue_meta"));
+}
+
+TEST_F(RolesTest, SetupIsIdempotentAndRestoresNologin) {
+  owner_conn().execute(fmt::format("ALTER ROLE {} LOGIN", role("producer")));
+  const auto again = Admin(schema_).setup_roles(owner_conn(), prefix_);
+  ASSERT_EQ(again.roles.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(again.roles[i].created);
+    ASSERT_EQ(again.roles[i].grants.size(), report_.roles[i].grants.size()) << again.roles[i].role;
+    for (std::size_t g = 0; g < again.roles[i].grants.size(); ++g) {
+      EXPECT_EQ(again.roles[i].grants[g].objects, report_.roles[i].grants[g].objects);
+      EXPECT_EQ(again.roles[i].grants[g].privileges, report_.roles[i].grants[g].privileges);
+    }
+  }
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_roles WHERE rolname = '{}' AND rolcanlogin",
+                              role("producer"))),
+            0);
+}
+
+TEST_F(RolesTest, RejectsABadPrefix) {
+  for (const char* bad : {"", "Awa", "1awa", "awa-x", "awa x", "awa;drop"}) {
+    EXPECT_THROW(Admin(schema_).setup_roles(owner_conn(), bad), InvalidArgument) << bad;
+  }
+  EXPECT_THROW(Admin(schema_).setup_roles(owner_conn(), std::string(55, 'a')), InvalidArgument);
+}
+
+TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
+  QueueStorage store(StorageOptions{schema_});
+  EXPECT_GT(enqueue_as("producer", "p", store), 0);
+  std::vector<NewJob> batch;
+  for (int i = 0; i < 3; ++i) batch.emplace_back("k", nlohmann::json{{"i", i}}, on_queue("p"));
+  EXPECT_EQ(store.insert_many_copy(as("producer"), batch).size(), 3u);
+  EXPECT_EQ(store.insert_many(as("producer"), batch).size(), 3u);
+  auto later = on_queue("p");
+  later.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
+  EXPECT_GT(store.insert(as("producer"), NewJob("k", {}, later)), 0);
+  {  // A transactional enqueue, with a second shard count and an ordering key.
+    set_shards("p4", 4);
+    awa::Transaction tx(as("producer"));
+    auto keyed = on_queue("p4");
+    keyed.ordering_key = "customer-1";
+    store.insert(as("producer"), NewJob("k", {}, keyed));
+    store.insert(as("producer"), NewJob("k", {}, on_queue("p4")));
+    tx.commit();
+  }
+  auto& sql = as("producer").native();
+  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{\"a\":1}', 'p')").get<std::int64_t>(0, 0), 0);
+  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{}', 'p', p_run_at => now() + interval '1 h')")
+                .get<std::int64_t>(0, 0),
+            0);
+  EXPECT_EQ(sql.exec("SELECT * FROM insert_jobs_compat('[{\"kind\":\"a\",\"queue\":\"p4\"},"
+                     "{\"kind\":\"b\",\"queue\":\"q2\",\"ordering_key\":\"x\"}]')")
+                .rows(),
+            2);
+  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 2 deferred.
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 12);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 2);
+}
+
+TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
+  QueueStorage store(StorageOptions{schema_});
+  const auto id = enqueue_as("producer", "p", store);
+  // Reading any job's data.
+  EXPECT_EQ(denied_sql("producer", "SELECT args FROM ready_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT args FROM ready_entries_0"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM deferred_jobs"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM done_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM dlq_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM attempt_outcomes"), kDenied);
+  EXPECT_EQ(
+      denied_sql("producer", "SELECT kind FROM ready_entries WHERE job_id = " + std::to_string(id)),
+      kDenied);
+  // Claiming, completing, heartbeating, rescuing, cancelling.
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM claim_ready_runtime('p', 10)"), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { store.claim(as("producer").native(), "p"); }), kDenied);
+  EXPECT_EQ(
+      denied_sql("producer",
+                 "SELECT * FROM close_attempts('{1}', '{1}', '{completed}', '{NULL}', '{0}')"),
+      kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM rescue_stale_attempts('1 s', 10)"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT cancel_job(" + std::to_string(id) + ")"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT promote_due_deferred(10)"), kDenied);
+  // Changing or removing rows, queue settings, tables.
+  EXPECT_EQ(denied_sql("producer", "DELETE FROM ready_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "UPDATE ready_entries SET args = '{}'"), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { Admin(schema_).set_enqueue_shards(as("producer"), "p", 4); }),
+            kDenied);
+  EXPECT_EQ(denied_sql("producer", "TRUNCATE ready_entries_0"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "DROP TABLE ready_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "CREATE TABLE x (a int)"), kDenied);
+  // The job is still there, untouched.
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE args->>'secret' = 'args of p'"), 1);
+}
+
+TEST_F(RolesTest, WorkerClaimsHeartbeatsCompletesAndMaintains) {
+  QueueStorage producer_store(StorageOptions{schema_});
+  enqueue_as("producer", "w", producer_store);
+  enqueue_as("producer", "w", producer_store);
+  QueueStorage store(StorageOptions{schema_});
+  auto& w = as("worker").native();
+  const auto claimed = store.claim(w, "w");
+  ASSERT_EQ(claimed.size(), 2u);
+  EXPECT_NE(claimed[0].args_json.find("args of w"), std::string::npos);  // reads its jobs
+  const QueueStorage::Heartbeat beats[] = {QueueStorage::Heartbeat::of(claimed[0], "{\"p\":5}")};
+  EXPECT_EQ(store.heartbeat(w, beats).size(), 1u);
+  const Completion done[] = {Completion::of(claimed[0], Outcome::kCompleted),
+                             Completion::of(claimed[1], Outcome::kRetry, "again", milliseconds(0))};
+  const auto results = store.complete(w, done);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].state.value_or("stale"), "completed");
+  EXPECT_EQ(results[1].state.value_or("stale"), "retried");
+  // The maintenance leader's work.
+  EXPECT_GE(store.promote_due(w), 0);
+  EXPECT_EQ(store.rescue(w, milliseconds(1)).size(), 0u);
+  const Admin admin(schema_);
+  EXPECT_NO_THROW(admin.rotate(as("worker"), "queue"));
+  EXPECT_NO_THROW(admin.prune(as("worker"), "claim", true));
+  EXPECT_NO_THROW(admin.purge_dlq(as("worker"), milliseconds(0)));
+  EXPECT_NO_THROW(admin.storage_status(as("worker")));
+  EXPECT_EQ(admin.queue_counts(as("worker"), "w").completed, 1);
+  // Not queue settings, not the schema.
+  EXPECT_EQ(sqlstate_of([&] { admin.set_enqueue_shards(as("worker"), "w", 2); }), kDenied);
+  EXPECT_EQ(denied_sql("worker", "UPDATE queue_meta SET paused = true"), kDenied);
+  EXPECT_EQ(denied_sql("worker", "TRUNCATE ready_entries"), kDenied);
+  EXPECT_EQ(denied_sql("worker", "DROP TABLE ready_entries"), kDenied);
+  EXPECT_EQ(denied_sql("worker",
+                       "ALTER FUNCTION claim_ready_runtime(text, integer, interval, "
+                       "interval) SECURITY DEFINER"),
+            kDenied);
+  EXPECT_EQ(denied_sql("worker", "DELETE FROM schema_migrations"), kDenied);
+}
+
+TEST_F(RolesTest, AdminOperatesQueuesAndStorage) {
+  QueueStorage store(StorageOptions{schema_});
+  enqueue_as("producer", "a", store);
+  const Admin admin(schema_);
+  admin.set_enqueue_shards(as("admin"), "a", 3);
+  EXPECT_EQ(count("SELECT enqueue_shards FROM queue_meta WHERE queue = 'a'"), 3);
+  // Reads the lane sequence ensure_lane created (default privileges).
+  std::int64_t available = 0;
+  for (const auto& lane : admin.queue_shards(as("admin"), "a")) available += lane.available;
+  EXPECT_EQ(available, 1);
+  EXPECT_EQ(admin.storage_status(as("admin")).size(), 3u);
+  EXPECT_EQ(admin.queue_counts(as("admin"), "a").available, 1);
+  const auto id = count("SELECT max(job_id) FROM ready_entries");
+  EXPECT_EQ(admin.cancel_job(as("admin"), id), "available");
+  EXPECT_NO_THROW(admin.rotate(as("admin"), "lease"));
+  EXPECT_EQ(denied_sql("admin", "DROP TABLE queue_meta"), kDenied);
+  EXPECT_EQ(denied_sql("admin", "DROP FUNCTION claim_ready_runtime"), kDenied);
+  EXPECT_EQ(denied_sql("admin", "CREATE TABLE x (a int)"), kDenied);
+}
+
+TEST_F(RolesTest, ClientRunsAsWorkerWithMaintenance) {
+  // The whole runtime — dispatchers, batcher, heartbeats and the maintenance leader
+  // (promotion, rescue, rotation) — on connections acting as the worker role.
+  std::string url = database_url();
+  url += (url.find('?') == std::string::npos ? "?" : "&");
+  url += "options=-c%20role%3D" + role("worker");
+  QueueStorage store(StorageOptions{schema_});
+  enqueue_as("producer", "rt", store);
+  auto later = on_queue("rt");
+  later.run_at = std::chrono::system_clock::now() + milliseconds(300);
+  store.insert(as("producer"), NewJob("k", {}, later));
+
+  ClientOptions o;
+  o.database_url = url;
+  o.schema = schema_;
+  o.migrate = false;
+  o.maintenance_interval = milliseconds(50);
+  o.ring_rotate_interval = milliseconds(50);
+  o.pool_size = 3;
+  Client client(o);
+  std::atomic<int> ran{0};
+  client.register_worker("k", [&](JobContext&) {
+    ++ran;
+    return JobResult::completed();
+  });
+  client.add_queue({.name = "rt", .max_workers = 2});
+  client.start();
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (ran.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  std::this_thread::sleep_for(milliseconds(200));  // a few leader rounds after the jobs
+  client.stop();
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_GE(client.stats().promoted, 1u);
+  EXPECT_EQ(Admin(schema_).queue_counts(owner_conn(), "rt").completed, 2);
+  EXPECT_GT(count("SELECT count(*) FROM ring_rotations"), 0);  // the leader rotated
+}
+
+TEST_F(RolesTest, ReMigratingKeepsTheProducerPathAndItsLimits) {
+  // Force every function file to be re-applied (some DROP and CREATE their function):
+  // the lane functions must come back SECURITY DEFINER, and nothing the producer could
+  // not do before becomes possible.
+  conn().exec("DELETE FROM schema_functions");
+  schema::Migrator(schema_).migrate(conn());
+  QueueStorage store(StorageOptions{schema_});
+  EXPECT_GT(enqueue_as("producer", "m", store), 0);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM claim_ready_runtime('m', 10)"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT args FROM ready_entries"), kDenied);
+  Admin(schema_).setup_roles(owner_conn(), prefix_);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM claim_ready_runtime('m', 10)"), kDenied);
+}
+
+TEST_F(RolesTest, CliSetsUpRoles) {
+  const auto r = run_cli(fmt::format("--schema {} roles setup --prefix {}", schema_, prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(role("producer") + " (updated NOLOGIN role)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("ready_entries"), std::string::npos) << r.output;
+  const auto bad = run_cli(fmt::format("--schema {} roles setup --prefix Bad-Prefix", schema_));
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("invalid role prefix"), std::string::npos) << bad.output;
+}
+
+// The fixed search_path (src/schema/migrator.cpp, sql/security/function_settings.sql).
+class FunctionSettingsTest : public StorageTest {};
+
+TEST_F(FunctionSettingsTest, EveryFunctionButInlinedSqlOnesHasAFixedSearchPath) {
+  const auto rows =
+      conn().exec(fmt::format("SELECT p.proname, l.lanname, p.provolatile::text, p.prosecdef, "
+                              "coalesce(array_to_string(p.proconfig, ';'), '') "
+                              "FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+                              "WHERE p.pronamespace = '{}'::regnamespace ORDER BY 1",
+                              quoted_schema()));
+  ASSERT_GT(rows.rows(), 20);
+  for (int r = 0; r < rows.rows(); ++r) {
+    const auto name = rows.get<std::string>(r, 0);
+    const auto config = rows.get<std::string>(r, 4);
+    const bool pinned = config.find("search_path=pg_catalog, pg_temp") != std::string::npos;
+    const bool inlinable = rows.get<std::string>(r, 1) == "sql" &&
+                           rows.get<std::string>(r, 2) != "v" && !rows.get<bool>(r, 3) &&
+                           config.empty();
+    EXPECT_TRUE(pinned || inlinable) << name << ": " << config;
+    EXPECT_EQ(rows.get<bool>(r, 3), name == "ensure_lane" || name == "reserve_lane_range") << name;
+  }
+  // Settings the function files declare survive.
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+                              "'{}'::regnamespace AND proname = 'claim_ready_runtime' AND "
+                              "'plan_cache_mode=force_generic_plan' = ANY(proconfig)",
+                              quoted_schema())),
+            1);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+                              "'{}'::regnamespace AND proname = 'close_attempts' AND "
+                              "'jit=off' = ANY(proconfig)",
+                              quoted_schema())),
+            1);
+  // The claim's helper stays inlinable.
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_proc WHERE pronamespace = "
+                              "'{}'::regnamespace AND proname = 'lane_heads_in_slot' AND "
+                              "proconfig IS NULL",
+                              quoted_schema())),
+            1);
+}
+
+TEST_F(FunctionSettingsTest, FunctionsIgnoreTheCallersSearchPath) {
+  // A caller whose search_path finds nothing of the schema (and puts a hostile temporary
+  // table first) gets the same behaviour.
+  conn().exec("CREATE TEMP TABLE ready_entries (x int)");
+  conn().exec("SET search_path TO pg_temp, public");
+  const auto id =
+      conn()
+          .exec(fmt::format("SELECT {}.insert_job_compat('k', '{{}}', 'sp')", quoted_schema()))
+          .get<std::int64_t>(0, 0);
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM {}.ready_entries WHERE job_id = {}",
+                              quoted_schema(), id)),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM pg_temp.ready_entries"), 0);
+  // A no-op migrate changes no function (nothing to re-apply, no ALTER).
+  const auto before = count(fmt::format(
+      "SELECT sum(xmin::text::bigint) FROM pg_proc WHERE pronamespace = '{}'::regnamespace",
+      quoted_schema()));
+  conn().exec(fmt::format("SET search_path TO {}", quoted_schema()));
+  schema::Migrator(schema_).migrate(conn());
+  EXPECT_EQ(count(fmt::format("SELECT sum(xmin::text::bigint) FROM pg_proc WHERE pronamespace = "
+                              "'{}'::regnamespace",
+                              quoted_schema())),
+            before);
+}
+
+// The metrics endpoint binds to loopback unless a host is named.
+class CliMetricsTest : public PgTest {
+ protected:
+  // Runs `awa work` with --metrics-addr for a moment; returns its log.
+  std::string work_log(const std::string& addr) {
+    return run_cli(fmt::format("--schema {} work --queue m --rotate-ms 0 --metrics-addr {} 2>&1 "
+                               "& pid=$!; sleep 2; kill -TERM $pid; wait $pid",
+                               schema_, addr))
+        .output;
+  }
+};
+
+TEST_F(CliMetricsTest, APortAloneBindsLoopbackAndAHostIsHonoured) {
+  const auto loopback = work_log("0");
+  EXPECT_NE(loopback.find("metrics on http://127.0.0.1:"), std::string::npos) << loopback;
+  const auto any = work_log("0.0.0.0:0");
+  EXPECT_NE(any.find("metrics on http://0.0.0.0:"), std::string::npos) << any;
+  const auto bad = run_cli(fmt::format("--schema {} work --queue m --metrics-addr host:", schema_));
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("metrics address 'host:'"), std::string::npos) << bad.output;
+}
+
+// Passwords in connection strings never reach the CLI's output.
+TEST(CliRedaction, PasswordsNeverAppearInErrorsOrHelp) {
+  const std::string secret = "Sup3rS3cretPw";
+  const std::string real_url = database_url();
+  // The child processes inherit it: --help must not show it.
+  struct RestoreEnv {
+    std::string url;
+    ~RestoreEnv() { ::setenv("DATABASE_URL", url.c_str(), 1); }
+  } restore{real_url};
+  ::setenv("DATABASE_URL", ("postgresql://awa:" + secret + "@127.0.0.1:1/awa").c_str(), 1);
+  const std::string cases[] = {
+      // Unreachable host (connection refused).
+      "--database-url 'postgresql://awa:" + secret + "@127.0.0.1:1/awa' migrate",
+      // A host that does not resolve.
+      "--database-url 'postgresql://awa:" + secret + "@no-such-host.invalid/awa' migrate",
+      // Reachable server, wrong database: the server's own error.
+      "--database-url '" + real_url + "_no_such_db?password=" + secret + "' migrate",
+      // From the environment.
+      "storage status",
+      // key=value form, bad port.
+      "--database-url 'host=127.0.0.1 port=1 user=awa password=" + secret + "' storage status",
+      // Malformed.
+      "--database-url 'postgresql://awa:" + secret + "@127.0.0.1:notaport/awa' migrate",
+      // A URL where an argument was expected: CLI11 echoes it.
+      "migrate 'postgresql://awa:" + secret + "@127.0.0.1/awa'",
+      // Help, with the secret in DATABASE_URL.
+      "--help",
+      "work --help",
+      "roles setup --help",
+  };
+  for (const auto& args : cases) {
+    const auto r = run_cli("--schema awa_redact_test " + args);
+    EXPECT_EQ(r.output.find(secret), std::string::npos) << args << "\n" << r.output;
+    EXPECT_FALSE(r.output.empty()) << args;
+  }
+  const auto help = run_cli("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("roles"), std::string::npos) << help.output;
+}
+
+}  // namespace
+}  // namespace awa::testing
