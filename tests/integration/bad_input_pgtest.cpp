@@ -188,6 +188,22 @@ TEST_F(BadInputTest, CliSchemaWithSqlIsRejectedBeforeAnyStatement) {
   EXPECT_EQ(count("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'awa;%'"), 0);
 }
 
+TEST_F(BadInputTest, CliSchemaThatWasNeverMigratedSaysToMigrate) {
+  // Found by this suite: the message was the statement's first comment line plus
+  // `relation "s.queue_meta" does not exist`, with nothing on what to do.
+  const std::string missing = unique_schema_name("never_migrated");
+  for (const std::string cmd :
+       {"enqueue k", "enqueue k --count 1500", "queue set-shards hot 2", "queue shards hot"}) {
+    SCOPED_TRACE(cmd);
+    const auto res =
+        run_cli("--database-url '" + database_url() + "' --schema " + missing + " " + cmd);
+    EXPECT_EQ(res.exit_code, 1) << res.output;
+    EXPECT_THAT(res.output, HasSubstr("schema " + missing + " holds no awa tables"));
+    EXPECT_THAT(res.output, HasSubstr("hint: run: awa migrate --schema " + missing));
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM pg_namespace WHERE nspname = '" + missing + "'"), 0);
+}
+
 TEST_F(BadInputTest, CliDatabaseThatDoesNotAnswerFailsFast) {
   // A refused port, and a port that accepts TCP but never speaks (the listen backlog
   // completes the handshake): both must end with a clear message, not hang; the second
