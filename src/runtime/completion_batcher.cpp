@@ -84,32 +84,69 @@ void CompletionBatcher::run() {
   }
 }
 
-void CompletionBatcher::write(std::vector<Completion>& batch) {
-  for (int attempt = 0;; ++attempt) {
+void CompletionBatcher::write_once(std::span<const Completion> batch) {
+  auto conn = pool_.acquire();
+  const auto results = store_.complete(*conn, batch);
+  std::uint64_t stale = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (results[i].stale()) ++stale;
+    if (on_result_) on_result_(batch[i], results[i]);
+  }
+  std::lock_guard lock(mu_);
+  ++stats_.flushes;
+  stats_.written += batch.size();
+  stats_.stale += stale;
+}
+
+void CompletionBatcher::drop(std::size_t rows, const std::exception& e) {
+  spdlog::error("completion flush of {} rows failed, left to rescue: {}", rows, e.what());
+  std::lock_guard lock(mu_);
+  ++stats_.failed_flushes;
+  stats_.dropped += rows;
+}
+
+void CompletionBatcher::write(std::span<const Completion> batch) {
+  const auto give_up = std::chrono::steady_clock::now() + options_.retry_for;
+  auto backoff = std::chrono::milliseconds(10);
+  for (int attempt = 1;; ++attempt) {
     try {
-      auto conn = pool_.acquire();
-      const auto results = store_.complete(*conn, batch);
-      std::uint64_t stale = 0;
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (results[i].stale()) ++stale;
-        if (on_result_) on_result_(batch[i], results[i]);
-      }
-      std::lock_guard lock(mu_);
-      ++stats_.flushes;
-      stats_.written += batch.size();
-      stats_.stale += stale;
+      write_once(batch);
       return;
     } catch (const Error& e) {
-      if (e.retry() == Retry::kDoNotRetry || attempt >= options_.max_retries) {
-        spdlog::error("completion flush of {} rows failed, left to rescue: {}", batch.size(),
-                      e.what());
-        std::lock_guard lock(mu_);
-        ++stats_.failed_flushes;
-        stats_.dropped += batch.size();
+      if (e.retry() == Retry::kDoNotRetry) {
+        if (batch.size() == 1) {
+          drop(1, e);
+          return;
+        }
+        // Bisect: the error belongs to some row(s); the halves without one go through.
+        spdlog::warn("completion flush of {} rows rejected, writing it in halves: {}", batch.size(),
+                     e.what());
+        {
+          std::lock_guard lock(mu_);
+          ++stats_.splits;
+        }
+        const auto half = batch.size() / 2;
+        write(batch.first(half));
+        write(batch.subspan(half));
         return;
       }
-      spdlog::warn("completion flush failed (attempt {}), retrying: {}", attempt + 1, e.what());
-      std::this_thread::sleep_for(std::chrono::milliseconds(10) * (1 << attempt));
+      if (std::chrono::steady_clock::now() + backoff > give_up) {
+        drop(batch.size(), e);
+        return;
+      }
+      spdlog::warn("completion flush failed (attempt {}), retrying in {} ms: {}", attempt,
+                   backoff.count(), e.what());
+      {
+        std::lock_guard lock(mu_);
+        ++stats_.retries;
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    } catch (const std::exception& e) {
+      // Not from the database (out of memory, a bug in a result callback): nothing to
+      // learn from retrying, and the batcher thread must survive it.
+      drop(batch.size(), e);
+      return;
     }
   }
 }

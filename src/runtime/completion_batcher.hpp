@@ -6,11 +6,15 @@
 // row, whichever comes first. The shape is LevelDB's group commit: many writers, one
 // writer thread, one durable write per group.
 //
-// A flush that fails with a retryable error (lost connection, serialization failure) is
-// retried with the same rows, up to max_retries times; completions are idempotent on
-// (job_id, run_lease), so a retry after an unknown commit outcome reports the rows that
-// did land as stale and changes nothing. A flush that still fails is dropped and counted:
-// its attempts stay open and heartbeat/deadline rescue retries the jobs (at-least-once).
+// A flush that fails with a retryable error (lost connection, server restart,
+// serialization failure) is retried with the same rows, with a growing pause, for up to
+// retry_for; completions are idempotent on (job_id, run_lease), so a retry after an
+// unknown commit outcome finds the rows that did land closed, reports them as stale and
+// changes nothing. A flush that fails with any other error is split in halves and each
+// half written on its own, down to single rows, so one row the server rejects costs that
+// row alone and not the up to max_batch others. A row still failing, or a flush still
+// failing when retry_for is over, is dropped and counted: its attempt stays open and
+// heartbeat/deadline rescue retries the job (at-least-once).
 //
 // Thread safety: submit(), flush() and stats() may be called from any thread.
 #pragma once
@@ -21,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "awa/job.hpp"
@@ -34,8 +39,10 @@ struct CompletionBatcherOptions {
   std::size_t max_batch = 512;
   // How long the oldest waiting row may wait for company. Default: 1 ms.
   std::chrono::microseconds flush_interval{1000};
-  // Retries of a failed flush before its rows are dropped to rescue. Default: 5.
-  int max_retries = 5;
+  // How long a flush failing with retryable errors is retried before its rows are dropped
+  // to rescue. Longer than a typical server restart; shorter than the stale timeout is
+  // pointless to exceed, since rescue closes the attempts after it. Default: 30 s.
+  std::chrono::milliseconds retry_for{30000};
 };
 
 class CompletionBatcher {
@@ -48,7 +55,9 @@ class CompletionBatcher {
     std::uint64_t written = 0;  // applied, including stale
     std::uint64_t stale = 0;
     std::uint64_t flushes = 0;
-    std::uint64_t failed_flushes = 0;  // dropped after retries
+    std::uint64_t retries = 0;         // flushes repeated after a retryable error
+    std::uint64_t splits = 0;          // flushes split after a non-retryable error
+    std::uint64_t failed_flushes = 0;  // dropped: retries exhausted, or a lone row rejected
     std::uint64_t dropped = 0;         // rows in dropped flushes
   };
 
@@ -66,7 +75,10 @@ class CompletionBatcher {
 
  private:
   void run();
-  void write(std::vector<Completion>& batch);
+  void write(std::span<const Completion> batch);
+  // One attempt at writing `batch`; rethrows what QueueStorage::complete throws.
+  void write_once(std::span<const Completion> batch);
+  void drop(std::size_t rows, const std::exception& e);
 
   pg::Pool& pool_;
   QueueStorage& store_;

@@ -10,6 +10,7 @@
 #include "awa/metrics.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
+#include "storage/utf8.hpp"
 #include "storage/validate.hpp"
 
 namespace awa {
@@ -55,6 +56,9 @@ namespace {
 
 constexpr auto kMaxBackoff = std::chrono::hours(24);
 constexpr auto kDefaultSnooze = std::chrono::seconds(1);
+// A handler's error message is kept on the job (errors[]) for every attempt; beyond this
+// it is cut, so that a handler dumping a huge text cannot bloat the row.
+constexpr std::size_t kMaxErrorBytes = 8192;
 
 std::string interval(std::chrono::milliseconds ms) {
   return fmt::format("{} milliseconds", ms.count());
@@ -180,7 +184,7 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
     if (c.error.empty()) {
       error.add_null();
     } else {
-      error.add(c.error);
+      error.add(storable_text(c.error, kMaxErrorBytes));
     }
     if (c.outcome == Outcome::kRetry || c.outcome == Outcome::kSnooze) {
       auto d = c.delay;

@@ -102,5 +102,61 @@ TEST_F(CompletionBatcherTest, DestructorWritesEverythingSubmitted) {
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 300);
 }
 
+// Regression (issue 10, defect 1): a handler message that is not valid UTF-8 used to fail
+// the whole flush with SQLSTATE 22021, dropping every row in it to rescue.
+TEST_F(CompletionBatcherTest, InvalidUtf8OrNulInAnErrorMessageIsStoredReplaced) {
+  const auto claimed = seed_and_claim(3);
+  ASSERT_EQ(claimed.size(), 3U);
+  pg::Pool pool(test_connect_options(), 1);
+  runtime::CompletionBatcher batcher(pool, *store_);
+  batcher.submit(Completion::of(claimed[0], Outcome::kCompleted));
+  batcher.submit(Completion::of(claimed[1], Outcome::kRetry, "bad \xff\xfe bytes",
+                                std::chrono::milliseconds(0)));
+  batcher.submit(Completion::of(claimed[2], Outcome::kRetry, std::string("nul\0here", 8),
+                                std::chrono::milliseconds(0)));
+  batcher.flush();
+  const auto s = batcher.stats();
+  EXPECT_EQ(s.dropped, 0U);
+  EXPECT_EQ(s.written, 3U);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs WHERE errors::text LIKE "
+                  "'%bad \uFFFD\uFFFD bytes%' OR errors::text LIKE '%nul\uFFFDhere%'"),
+            2);
+}
+
+// Regression (issue 10, defect 1): one row the server rejects used to drop the whole
+// flush; now the flush is bisected and only that row is left to rescue.
+TEST_F(CompletionBatcherTest, ARejectedRowCostsOnlyThatRow) {
+  const auto claimed = seed_and_claim(8);
+  ASSERT_EQ(claimed.size(), 8U);
+  const auto poisoned = claimed[5].job_id;
+  conn().exec(
+      "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "IF NEW.job_id = " +
+      std::to_string(poisoned) +
+      " THEN "
+      "RAISE EXCEPTION 'poisoned row' USING ERRCODE = 'P0001'; END IF; RETURN NEW; END $$");
+  conn().exec(
+      "CREATE TRIGGER poison BEFORE INSERT ON deferred_jobs FOR EACH ROW EXECUTE FUNCTION "
+      "poison()");
+  pg::Pool pool(test_connect_options(), 1);
+  runtime::CompletionBatcherOptions o;
+  o.flush_interval = std::chrono::seconds(10);  // one flush of all 8, from flush()
+  runtime::CompletionBatcher batcher(pool, *store_, o);
+  for (const auto& e : claimed) {
+    batcher.submit(Completion::of(e, Outcome::kRetry, "again", std::chrono::milliseconds(0)));
+  }
+  batcher.flush();
+  const auto s = batcher.stats();
+  EXPECT_EQ(s.dropped, 1U);
+  EXPECT_EQ(s.written, 7U);
+  EXPECT_GE(s.splits, 3U);  // 8 -> 4 -> 2 -> 1
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 7);
+  // The rejected attempt is still open, for rescue.
+  EXPECT_EQ(
+      count("SELECT count(*) FROM open_attempts() WHERE job_id = " + std::to_string(poisoned)), 1);
+}
+
 }  // namespace
 }  // namespace awa::testing
