@@ -18,7 +18,8 @@ namespace awa {
 
 namespace pg {
 class Connection;
-}
+class Transaction;
+}  // namespace pg
 
 class Connection {
  public:
@@ -48,12 +49,13 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   ~Transaction();
+  // Throws when the server rolled the transaction back instead (an earlier statement
+  // failed): a commit that stored nothing never looks like success.
   void commit();
   void rollback();
 
  private:
-  Connection& conn_;
-  bool open_ = true;
+  std::unique_ptr<pg::Transaction> tx_;
 };
 
 }  // namespace awa

@@ -121,7 +121,7 @@ class QueueStorage {
   // Statistics, for tests and metrics.
   struct Stats {
     std::uint64_t lane_reservations = 0;  // contiguous ranges reserved
-    std::uint64_t lane_creations = 0;     // ensure_lane calls issued (cache misses)
+    std::uint64_t lane_creations = 0;     // lanes created by a first enqueue (cache misses)
     std::uint64_t lane_repairs = 0;       // cached lanes found missing and recreated
   };
   Stats stats() const;

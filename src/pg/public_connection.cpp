@@ -20,24 +20,10 @@ Connection::~Connection() = default;
 void Connection::execute(std::string_view sql) { conn_->exec(sql); }
 bool Connection::in_transaction() const { return conn_->in_transaction(); }
 
-Transaction::Transaction(Connection& conn) : conn_(conn) { conn_.execute("BEGIN"); }
-
-Transaction::~Transaction() {
-  if (!open_) return;
-  try {
-    rollback();
-  } catch (...) {  // a destructor must not throw; a broken connection rolls back anyway
-  }
-}
-
-void Transaction::commit() {
-  open_ = false;
-  conn_.execute("COMMIT");
-}
-
-void Transaction::rollback() {
-  open_ = false;
-  conn_.execute("ROLLBACK");
-}
+Transaction::Transaction(Connection& conn)
+    : tx_(std::make_unique<pg::Transaction>(conn.native())) {}
+Transaction::~Transaction() = default;  // pg::Transaction rolls back unless committed
+void Transaction::commit() { tx_->commit(); }
+void Transaction::rollback() { tx_->rollback(); }
 
 }  // namespace awa

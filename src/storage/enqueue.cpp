@@ -50,7 +50,7 @@ struct LaneKey {
 struct LaneBatch {
   LaneKey key;
   std::vector<std::size_t> rows;  // indexes into the input, in input order
-  bool ensure = false;            // lane not known to exist: create it first
+  bool uncached = false;          // lane not known to exist (reserve_lane_range creates it)
 };
 
 struct Plan {
@@ -121,7 +121,6 @@ struct QueueStorage::Impl {
     insert_lane = r("queries/enqueue/insert_lane.sql");
     reserve_lane = r("queries/enqueue/reserve_lane.sql");
     copy_ready = r("queries/enqueue/copy_ready.sql");
-    ensure_lane = r("queries/enqueue/ensure_lane.sql");
     insert_deferred = r("queries/enqueue/insert_deferred.sql");
     notify = r("queries/enqueue/notify.sql");
     shard_counts = r("queries/enqueue/shard_counts.sql");
@@ -214,10 +213,6 @@ struct QueueStorage::Impl {
     for (const auto& l : p.lanes) lane_cache.insert(l.key);
   }
 
-  static pg::Params ensure_params(const LaneKey& k) {
-    return pg::make_params(k.queue, k.priority, k.shard);
-  }
-
   pg::Params insert_params(const LaneBatch& lane, std::span<const NewJob> jobs) const {
     storage::ArrayLiteral kinds, args, attempts, run_at, keys, meta, tags;
     for (const auto i : lane.rows) {
@@ -273,16 +268,14 @@ struct QueueStorage::Impl {
     for (const auto& [queue, n] : per_queue) family.with({queue}).inc(n);
   }
 
-  // Adds the ensure_lane statements; returns how many were added.
-  std::size_t add_ensures(pg::Pipeline& pipe, const Plan& p) {
-    std::size_t n = 0;
-    for (const auto& lane : p.lanes) {
-      if (!lane.ensure) continue;
-      pipe.add_cached(ensure_lane, ensure_params(lane.key));
-      ++n;
-    }
-    creations.fetch_add(n, std::memory_order_relaxed);
-    return n;
+  // reserve_lane_range created the lane: a first enqueue to it, or (for a lane the cache
+  // knew) one whose creation had rolled back. Lanes are never created ahead of their
+  // reservation: a creation lock taken before an earlier lane's lane lock would invert the
+  // order that reserve_lane_range (insert_jobs_compat, promotion) takes them in, and two
+  // producers could deadlock (issue 10, defect 2).
+  void count_created(const LaneBatch& lane, bool created) {
+    if (!created) return;
+    (lane.uncached ? creations : repairs).fetch_add(1, std::memory_order_relaxed);
   }
 
   std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs) {
@@ -292,7 +285,6 @@ struct QueueStorage::Impl {
 
     const bool own = !conn.in_transaction();
     pg::Pipeline pipe = conn.pipeline();
-    const std::size_t first_insert = add_ensures(pipe, p);
     for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
     if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
     if (!own && !p.notify_queues.empty()) pipe.add_cached(notify, notify_params(p));
@@ -301,7 +293,7 @@ struct QueueStorage::Impl {
 
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
       const auto& lane = p.lanes[l];
-      const auto& res = results[first_insert + l];
+      const auto& res = results[l];
       if (static_cast<std::size_t>(res.rows()) != lane.rows.size()) {
         throw Error(fmt::format("enqueue: lane insert returned {} rows for {} jobs", res.rows(),
                                 lane.rows.size()));
@@ -310,11 +302,11 @@ struct QueueStorage::Impl {
         const auto offset = res.get<std::int64_t>(r, 0) - res.get<std::int64_t>(r, 3);
         ids[lane.rows.at(static_cast<std::size_t>(offset))] = res.get<std::int64_t>(r, 1);
       }
-      if (res.rows() > 0 && res.get<bool>(0, 2)) repairs.fetch_add(1, std::memory_order_relaxed);
+      if (res.rows() > 0) count_created(lane, res.get<bool>(0, 2));
     }
     reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
     if (!p.deferred.empty()) {
-      const auto& res = results[first_insert + p.lanes.size()];
+      const auto& res = results[p.lanes.size()];
       for (int r = 0; r < res.rows(); ++r) {
         ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
       }
@@ -332,7 +324,7 @@ struct QueueStorage::Impl {
     try {
       pg::Pipeline pipe = conn.pipeline();
       if (own) pipe.add("BEGIN", {});
-      const std::size_t first_reserve = add_ensures(pipe, p) + (own ? 1 : 0);
+      const std::size_t first_reserve = own ? 1 : 0;
       for (const auto& lane : p.lanes) {
         pipe.add_cached(reserve_lane,
                         pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
@@ -344,7 +336,7 @@ struct QueueStorage::Impl {
         const auto& lane = p.lanes[l];
         const auto& res = reserved[first_reserve + l];
         const auto first = res.get<std::int64_t>(0, 0);
-        if (res.get<bool>(0, 1)) repairs.fetch_add(1, std::memory_order_relaxed);
+        count_created(lane, res.get<bool>(0, 1));
         const auto slot = std::string(res.text(0, 2));
         const auto lane_ids = parse_int_array(res.text(0, 3));
         const auto tx_time = std::string(res.text(0, 4));
@@ -431,8 +423,7 @@ struct QueueStorage::Impl {
   StorageOptions options;
   std::string quoted;
   storage::Consumer consumer;
-  std::string insert_lane, reserve_lane, copy_ready, ensure_lane, insert_deferred, notify,
-      shard_counts;
+  std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts;
 
   std::atomic<std::uint16_t> rotor{0};
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0};

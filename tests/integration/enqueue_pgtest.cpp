@@ -328,6 +328,47 @@ TEST_F(EnqueueTest, ProducerOnAnotherShardDoesNotWait) {
 
 // --- concurrency -------------------------------------------------------------------------
 
+TEST_P(EnqueueModeTest, CreatingALaneNeverDeadlocksWithAReservationInLaneOrder) {
+  // Regression (issue 10, defect 2): the C++ producer used to create all its new lanes
+  // (taking their creation locks) before its first lane lock, while reserve_lane_range
+  // (insert_jobs_compat, promotion) takes a lane lock and then the next lane's creation
+  // lock. Producer B holds lane 0 and creates lane 1; producer A enqueues to lanes 0 and
+  // 1 (new). Before the fix A held lane 1's creation lock while waiting for lane 0, B
+  // waited for that creation lock, and the server killed one of them with 40P01.
+  set_shards("dl", 2);
+  const std::string key0 = key_on_shard("z-", 0, 2);
+  const std::string key1 = key_on_shard("o-", 1, 2);
+  enqueue_one(make_job("x", {}, "dl", key0));  // lane 0 exists and is committed
+
+  pg::Connection a = connect_new();
+  pg::Connection b = connect_new();
+  pg::Transaction tx(b);
+  b.exec("SELECT * FROM reserve_lane_range('dl', 2, 0, 1)");  // B holds lane 0
+  const std::vector<NewJob> a_jobs{make_job("x", {}, "dl", key0), make_job("x", {}, "dl", key1)};
+  const int a_pid = a.backend_pid();
+  BackgroundCall<std::vector<JobId>> a_call(a_pid, [&] { return enqueue(a, a_jobs); });
+  ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), a_pid); }))
+      << "A never waited for lane 0";
+  // B goes on to lane 1, which A's pending enqueue will also need.
+  try {
+    b.exec("SELECT * FROM reserve_lane_range('dl', 2, 1, 1)");
+  } catch (const Error& e) {
+    ADD_FAILURE() << "B failed creating lane 1: " << e.what() << " [" << e.sqlstate() << "]";
+  }
+  tx.commit();
+  ASSERT_TRUE(a_call.finishes_within(10s)) << "A still blocked after B committed";
+  std::vector<JobId> a_ids;
+  try {
+    a_ids = a_call.get();
+  } catch (const Error& e) {
+    FAIL() << "A failed: " << e.what() << " [" << e.sqlstate() << "]";
+  }
+  const auto rows = ready_rows("dl");
+  ASSERT_EQ(a_ids.size(), 2u);
+  EXPECT_EQ(rows.at(a_ids[0]).shard, 0);
+  EXPECT_EQ(rows.at(a_ids[1]).shard, 1);
+}
+
 TEST_F(EnqueueTest, ConcurrentProducersLoseNothingAndKeepLaneSeqsUnique) {
   // Guards the reservation under contention: 16 producers × 2,000 jobs on one queue at
   // S = 4 — no lost or duplicated job, (shard, lane_seq) unique, each batch one contiguous
@@ -557,6 +598,25 @@ TEST_P(EnqueueModeTest, CallerTransactionRollbackLeavesNothingBehind) {
   }
   EXPECT_EQ(rows_written(), 0);
   EXPECT_FALSE(app.in_transaction());
+}
+
+// Regression (issue 10, defect 5): awa::Transaction::commit() used to report success when
+// the server answered COMMIT with ROLLBACK (an earlier error had aborted the transaction
+// and the caller swallowed it), although nothing was stored.
+TEST_F(EnqueueTest, CommitOfAnAbortedTransactionThrowsAndStoresNothing) {
+  Connection app = Connection::connect(database_url());
+  Transaction tx(app);
+  store_->insert(app, make_job("lost", {}, "txq"));
+  EXPECT_THROW(app.execute("SELECT 1/0"), Error);  // swallowed by a careless caller
+  try {
+    tx.commit();
+    ADD_FAILURE() << "commit() of an aborted transaction returned normally";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.sqlstate(), "25P02");
+    EXPECT_NE(std::string(e.what()).find("nothing was stored"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(app.in_transaction());
+  EXPECT_EQ(rows_written(), 0);
 }
 
 TEST_F(EnqueueTest, CallerTransactionCommitMakesJobsVisible) {
