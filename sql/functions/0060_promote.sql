@@ -16,6 +16,12 @@ DECLARE
     v_slot smallint;
     v_n    integer;
 BEGIN
+    -- The leader calls this every round; most rounds nothing is due. Creating and dropping
+    -- the temp table costs catalog writes (and catalog bloat) each time, so look first —
+    -- one probe of deferred_jobs_run_at.
+    IF NOT EXISTS (SELECT 1 FROM {schema}.deferred_jobs x WHERE x.run_at <= now()) THEN
+        RETURN 0;
+    END IF;
     CREATE TEMP TABLE IF NOT EXISTS awa_promote_batch (
         job_id bigint, queue text, priority smallint, kind text, args jsonb,
         attempt smallint, run_lease bigint, max_attempts smallint, run_at timestamptz,

@@ -132,11 +132,26 @@ Connection Connection::connect(const ConnectOptions& options) {
   const long long timeout_ms = std::max<long long>(options.connect_timeout.count(), 0);
   const long long timeout_s = std::max<long long>(2, (timeout_ms + 999) / 1000);
   const std::string timeout = std::to_string(timeout_s);
-  // Keywords after "dbname" override what the expanded URL says.
-  const char* const keys[] = {"dbname", "connect_timeout", "application_name", "client_encoding",
-                              nullptr};
-  const char* const values[] = {options.url.c_str(), timeout.c_str(),
-                                options.application_name.c_str(), "UTF8", nullptr};
+  // Keywords before "dbname" are defaults the URL may override; those after it override
+  // what the expanded URL says. TCP keepalives (ignored on Unix sockets) make a dead
+  // server or a half-open connection an error within about a minute instead of whenever
+  // the OS gives up (hours): keepalives_* for an idle connection, tcp_user_timeout for
+  // one with unacknowledged data in flight.
+  const char* const keys[] = {"keepalives",          "keepalives_idle",
+                              "keepalives_interval", "keepalives_count",
+                              "tcp_user_timeout",    "dbname",
+                              "connect_timeout",     "application_name",
+                              "client_encoding",     nullptr};
+  const char* const values[] = {"1",
+                                "15",
+                                "5",
+                                "4",
+                                "60000",
+                                options.url.c_str(),
+                                timeout.c_str(),
+                                options.application_name.c_str(),
+                                "UTF8",
+                                nullptr};
   Connection c(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
   PGconn* raw = c.conn_.get();
   if (raw == nullptr) throw ConnectionError("cannot connect to PostgreSQL: out of memory");
@@ -153,8 +168,17 @@ Connection Connection::connect(const ConnectOptions& options) {
     throw ConnectionError(message, Retry::kRetryCall);
   }
   PQsetNoticeProcessor(raw, on_notice, nullptr);
-  // Result accessors parse timestamps in this exact rendering.
-  c.exec("SET TimeZone='UTC'; SET DateStyle='ISO'; SET client_encoding='UTF8'");
+  // Result accessors parse timestamps in this exact rendering. Then the server side of
+  // the keepalives, unless the URL's options or the server's configuration chose
+  // otherwise: a client whose host vanished releases its session
+  // locks — the maintenance leader's among them — and its backend within about a minute,
+  // not when the server's OS gives up on the socket. One round trip for all of it.
+  c.exec(
+      "SET TimeZone='UTC'; SET DateStyle='ISO'; SET client_encoding='UTF8'; "
+      "SELECT set_config(s.name, k.value, false) FROM pg_catalog.pg_settings s JOIN (VALUES "
+      "('tcp_keepalives_idle', '15'), ('tcp_keepalives_interval', '5'), "
+      "('tcp_keepalives_count', '4'), ('tcp_user_timeout', '60000')) AS k(name, value) "
+      "ON k.name = s.name WHERE s.source = 'default'");
   return c;
 }
 

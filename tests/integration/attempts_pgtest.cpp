@@ -111,6 +111,24 @@ TEST_F(AttemptsTest, HeartbeatKeepsAnAttemptAliveAndDeadlineRescuesIt) {
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
 }
 
+TEST_F(AttemptsTest, PromotionWithNothingDueCreatesNoTempTable) {
+  // Regression (issue 10, defect 6): the leader promotes every round, and each call
+  // created (and at commit dropped) a temp table even when nothing was due: catalog
+  // writes and bloat once a second per schema.
+  InsertOpts later = on_queue("later");
+  later.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
+  store_->insert_many(conn(), std::vector<NewJob>{NewJob("x", nlohmann::json::object(), later)});
+  pg::Transaction tx(conn());
+  EXPECT_EQ(store_->promote_due(conn()), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM pg_class WHERE relname = 'awa_promote_batch' "
+                  "AND relnamespace = pg_my_temp_schema()"),
+            0);
+  tx.rollback();
+  // With a due job it still promotes.
+  conn().exec("UPDATE deferred_jobs SET run_at = now() - interval '1 s'");
+  EXPECT_EQ(store_->promote_due(conn()), 1);
+}
+
 TEST_F(AttemptsTest, CancelScheduledJob) {
   InsertOpts o = on_queue("cs");
   o.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -55,6 +57,34 @@ TEST_F(ConnectionTest, SessionIsUtcIsoUtf8) {
   EXPECT_EQ(r.get<std::string>(0, "ds").substr(0, 3), "ISO");
   EXPECT_EQ(r.get<std::string>(0, "enc"), "UTF8");
   EXPECT_EQ(r.get<std::string>(0, "app"), "awa_tests");
+}
+
+TEST_F(ConnectionTest, TcpKeepalivesAreOnBothSides) {
+  // Regression (issue 10, defect 6): without keepalives a half-open connection lives until
+  // the OS gives up (hours), and a vanished leader keeps its session advisory lock, which
+  // stops promotion and rescue cluster-wide. The tests connect over TCP (127.0.0.1).
+  int on = 0;
+  socklen_t len = sizeof on;
+  ASSERT_EQ(::getsockopt(PQsocket(conn().native()), SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+  EXPECT_EQ(on, 1) << "client side: SO_KEEPALIVE off";
+  const Result r = conn().exec(
+      "SELECT current_setting('tcp_keepalives_idle'), current_setting('tcp_keepalives_count'), "
+      "current_setting('tcp_user_timeout')");
+  EXPECT_EQ(r.get<std::string>(0, 0), "15");
+  EXPECT_EQ(r.get<std::string>(0, 1), "4");
+  EXPECT_EQ(r.get<std::string>(0, 2), "60000");
+}
+
+TEST_F(ConnectionTest, UrlOptionsOverrideTheKeepaliveDefaults) {
+  ConnectOptions o = testing::test_connect_options();
+  o.url += std::string(o.url.find('?') == std::string::npos ? "?" : "&") +
+           "keepalives=0&options=-c%20tcp_keepalives_idle%3D99";
+  Connection c = Connection::connect(o);
+  int on = 1;
+  socklen_t len = sizeof on;
+  ASSERT_EQ(::getsockopt(PQsocket(c.native()), SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+  EXPECT_EQ(on, 0);
+  EXPECT_EQ(c.exec("SELECT current_setting('tcp_keepalives_idle')").get<std::string>(0, 0), "99");
 }
 
 TEST_F(ConnectionTest, UniqueViolationIsConstraintViolationWithDetail) {
