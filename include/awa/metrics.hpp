@@ -225,6 +225,9 @@ struct EngineMetrics {
   Family<Gauge>& queue_lag;
   // awa_jobs_running{queue}: handlers running in this process; kept by the runtime.
   Family<Gauge>& jobs_running;
+  // awa_job_unknown_kind_total{queue, kind}: claimed jobs this process has no handler
+  // for, sent back to the queue (snoozed) for a worker that has one.
+  Family<Counter>& job_unknown_kind;
 };
 EngineMetrics& engine();
 

@@ -356,6 +356,10 @@ EngineMetrics& engine() {
         r.gauge("awa_queue_lag", "Enqueue cursor minus claim cursor per lane.",
                 {"queue", "priority", "awa_enqueue_shard"}),
         r.gauge("awa_jobs_running", "Handlers running in this process.", {"queue"}),
+        r.counter("awa_job_unknown_kind_total",
+                  "Claimed jobs of a kind with no handler in this process, sent back to the "
+                  "queue for a worker that has one.",
+                  {"queue", "kind"}),
     };
   }();
   return *m;

@@ -61,6 +61,18 @@ constexpr milliseconds kControlPoll{1000};
 // stop() gives up on a wake notification after this long (the thread then notices at
 // its next poll).
 constexpr milliseconds kWakeAcquireTimeout{1000};
+// A job of a kind this process has no handler for goes back to the queue (snoozed: the
+// attempt is not consumed) for a worker that has one — during a rolling deploy an old
+// worker must not kill every job of a new kind. The delay grows with the job's age, so a
+// job nobody can run costs little while one caught by a deploy is retried promptly.
+constexpr milliseconds kUnknownKindMinDelay{1000};
+constexpr milliseconds kUnknownKindMaxDelay{60000};
+
+milliseconds unknown_kind_delay(const ClaimedEntry& e) {
+  const auto age =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now() - e.created_at);
+  return std::clamp(age / 10, kUnknownKindMinDelay, kUnknownKindMaxDelay);
+}
 
 std::string random_token() {
   std::random_device rd;
@@ -462,19 +474,26 @@ struct Client::Impl {
   }
 
   void run_job(Job& job) {
-    JobResult result = JobResult::completed();
     const auto it = handlers_.find(job.kind());
     if (it == handlers_.end()) {
-      spdlog::warn("job {}: no worker registered for kind {}", job.job_id(), job.kind());
-      result = JobResult::failed("no worker registered for kind " + job.kind(), false);
-    } else {
-      try {
-        result = it->second(job);
-      } catch (const std::exception& e) {
-        result = JobResult::failed(e.what(), true);
-      } catch (...) {
-        result = JobResult::failed("handler threw a non-std::exception", true);
-      }
+      const auto delay = unknown_kind_delay(job.entry());
+      metrics::engine().job_unknown_kind.with({job.queue(), job.kind()}).inc();
+      spdlog::warn("job {}: no worker registered for kind {} in {}; back to queue {} in {} ms",
+                   job.job_id(), job.kind(), options_.application_name, job.queue(), delay.count());
+      // The message lands in the attempt history (attempt_outcomes, state 'snoozed').
+      batcher_->submit(Completion::of(job.entry(), Outcome::kSnooze,
+                                      fmt::format("no worker registered for kind {} in {}",
+                                                  job.kind(), options_.application_name),
+                                      delay));
+      return;
+    }
+    JobResult result = JobResult::completed();
+    try {
+      result = it->second(job);
+    } catch (const std::exception& e) {
+      result = JobResult::failed(e.what(), true);
+    } catch (...) {
+      result = JobResult::failed("handler threw a non-std::exception", true);
     }
     batcher_->submit(
         Completion::of(job.entry(), result.outcome(), result.message(), result.delay()));
