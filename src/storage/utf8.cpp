@@ -8,54 +8,58 @@ namespace {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 constexpr std::string_view kEllipsis = "\xE2\x80\xA6";     // U+2026
 
-// Length of the well-formed UTF-8 sequence at s[i], or 0 when the bytes there are not
-// one (RFC 3629 table 3-7) or are a NUL.
-std::size_t sequence_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const std::size_t left = s.size() - i;
-  const unsigned char c = b(0);
-  if (c == 0) return 0;
-  if (c < 0x80) return 1;
-  const auto cont = [&](std::size_t k) { return k < left && (b(k) & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
 }  // namespace
 
-bool is_storable_text(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto n = sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
+std::size_t utf8_sequence(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0) lo = 0xA0;  // overlong
+    if (b0 == 0xED) hi = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
   }
-  return true;
+  if (i + len > text.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return len;
 }
 
-std::string storable_text(std::string_view s, std::size_t max_bytes) {
+std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::nullopt;
+}
+
+std::string storable_text(std::string_view text, std::size_t max_bytes) {
   std::string out;
-  out.reserve(std::min(s.size(), max_bytes));
-  const std::size_t budget =
-      max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : std::size_t{0};
-  for (std::size_t i = 0; i < s.size();) {
-    const auto n = sequence_length(s, i);
-    const std::string_view piece = n == 0 ? kReplacement : s.substr(i, n);
+  out.reserve(std::min(text.size(), max_bytes));
+  // Room is kept for the ellipsis until the rest is known to fit without a cut.
+  const std::size_t budget = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_sequence(text, i);
+    if (n == 1 && text[i] == '\0') n = 0;
+    const std::string_view piece = n == 0 ? kReplacement : text.substr(i, n);
     if (out.size() + piece.size() > budget) {
-      // Cut only when the rest does not fit; a text that fits exactly is kept whole.
-      if (out.size() + (s.size() - i) <= max_bytes && is_storable_text(s.substr(i))) {
-        out.append(s.substr(i));
+      const std::string_view rest = text.substr(i);
+      if (out.size() + rest.size() <= max_bytes && !invalid_utf8_at(rest) &&
+          rest.find('\0') == std::string_view::npos) {
+        out.append(rest);  // fits exactly: no cut
       } else if (max_bytes >= kEllipsis.size()) {
         out.append(kEllipsis);
       }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/error.hpp"
+#include "storage/utf8.hpp"
 
 namespace awa::storage {
 namespace {
@@ -28,35 +29,6 @@ bool has_nul_escape(std::string_view json) {
   return false;
 }
 
-// The length of the well-formed UTF-8 sequence at text[i], or 0 (RFC 3629, table 3-7 of
-// the Unicode standard: no overlong forms, no surrogates, nothing above U+10FFFF).
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  std::size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // overlong
-    if (b0 == 0xED) hi = 0x9F;  // surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;  // overlong
-    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < len; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return len;
-}
-
 // PostgreSQL's text type holds UTF-8 without NUL (a NUL would also end the libpq
 // parameter early, silently truncating the value). Returns what is wrong, or "".
 std::string text_problem(std::string_view text) {
@@ -71,15 +43,6 @@ std::string text_problem(std::string_view text) {
 }
 
 }  // namespace
-
-std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = utf8_sequence(text, i);
-    if (n == 0) return i;
-    i += n;
-  }
-  return std::nullopt;
-}
 
 std::string printable(std::string_view text, std::size_t limit) {
   std::string out;

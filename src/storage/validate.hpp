@@ -17,9 +17,6 @@ void validate_queue_name(std::string_view queue);
 // `index` is the job's position in its batch, for the message.
 void validate_job(const NewJob& job, std::size_t index);
 
-// The byte offset of the first byte that does not start a well-formed UTF-8 sequence
-// (overlong forms, surrogates and code points above U+10FFFF included), or nullopt.
-std::optional<std::size_t> invalid_utf8_at(std::string_view text);
 // `text` for an error message: at most `limit` bytes, control characters and invalid
 // UTF-8 shown as \xNN.
 std::string printable(std::string_view text, std::size_t limit = 64);

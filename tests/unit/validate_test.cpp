@@ -11,6 +11,7 @@
 
 #include "awa/error.hpp"
 #include "awa/job.hpp"
+#include "storage/utf8.hpp"
 #include "storage/validate.hpp"
 
 namespace awa::storage {
