@@ -16,7 +16,7 @@ endif
 # to find it stops the recipe: a missing database is a failure, never a skipped test.
 WITH_DB = url="$${DATABASE_URL:-$$(scripts/pg url)}" && [ -n "$$url" ] && DATABASE_URL="$$url"
 
-.PHONY: all deps build pg demo test unit-test format format-check models clean
+.PHONY: all deps build pg demo test test-tsan unit-test format format-check models clean
 
 all: build
 
@@ -38,6 +38,18 @@ demo: build pg
 test: format-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
+# The runtime's threads under ThreadSanitizer: the in-process tests of the client, the
+# completion batcher, the pool and the metrics registry. Its own build folder; the `awa`
+# binary the runtime tests spawn is built with it.
+TSAN_DIR ?= build-tsan
+TSAN_TESTS ?= RuntimeTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*
+test-tsan: deps pg
+	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAWA_TSAN=ON -DAWA_BUILD_BENCH=OFF
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target awa_integration_tests awa_tool
+	$(WITH_DB) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  $(TSAN_DIR)/awa_integration_tests --gtest_filter='$(TSAN_TESTS)'
+
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L unit
 
@@ -53,4 +65,4 @@ models: deps
 	scripts/models
 
 clean:
-	rm -rf build build-ci build-release
+	rm -rf build build-ci build-release build-tsan
