@@ -49,7 +49,9 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kMinBackoff{100};
-constexpr milliseconds kMaxBackoff{5000};
+// Short: after a server restart the dispatchers should be back within a second of the
+// server, and a reconnect attempt per second per thread costs the server nothing.
+constexpr milliseconds kMaxBackoff{1000};
 // An empty claim right after a wake-up or a successful claim may only mean that another
 // claimer (another process) holds the lanes with rows (claim_ready_runtime uses SKIP
 // LOCKED). Retry after these short pauses before falling back to the poll interval;

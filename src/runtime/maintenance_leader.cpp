@@ -15,7 +15,8 @@ namespace awa::runtime {
 namespace {
 
 constexpr std::chrono::milliseconds kMinBackoff{100};
-constexpr std::chrono::milliseconds kMaxBackoff{5000};
+// Short, so that promotion and rescue resume within a second of the server.
+constexpr std::chrono::milliseconds kMaxBackoff{1000};
 
 }  // namespace
 
