@@ -306,7 +306,10 @@ TEST_F(RolesTest, ClientRunsAsWorkerWithMaintenance) {
     ++ran;
     return JobResult::completed();
   });
-  client.add_queue({.name = "rt", .max_workers = 2});
+  QueueConfig queue;
+  queue.name = "rt";
+  queue.max_workers = 2;
+  client.add_queue(queue);
   client.start();
   const auto deadline = std::chrono::steady_clock::now() + seconds(20);
   while (ran.load() < 2 && std::chrono::steady_clock::now() < deadline) {
