@@ -38,7 +38,9 @@ LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT enqueue_shards FROM {schema}.queue_meta WHERE queue = p_queue), 1)::integer
 $$;
 
--- The same rules as src/storage/validate.cpp; limits are documented in docs/api.md.
+-- The same rules as src/storage/validate.cpp (with validate_job_extras below); limits are
+-- documented in docs/api.md. Invalid UTF-8 and NUL never get this far: the server
+-- rejects them when it parses the text and jsonb parameters.
 -- Raises 22023 (invalid_parameter_value) naming the field, before anything is written.
 CREATE OR REPLACE FUNCTION {schema}.validate_job(
     p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer,
@@ -62,6 +64,11 @@ BEGIN
     IF p_args IS NULL THEN
         RAISE EXCEPTION 'job args must be JSON, not NULL' USING ERRCODE = '22023';
     END IF;
+    -- jsonb's text rendering, which may differ in length a little from the client's text
+    IF octet_length(p_args::text) > 1048576 THEN
+        RAISE EXCEPTION 'job args are % bytes of JSON; the limit is 1 MiB', octet_length(p_args::text)
+            USING ERRCODE = '22023';
+    END IF;
     IF octet_length(p_ordering_key) > 256 THEN
         RAISE EXCEPTION 'ordering_key is % bytes; the limit is 256', octet_length(p_ordering_key)
             USING ERRCODE = '22023';
@@ -69,7 +76,7 @@ BEGIN
 END
 $$;
 
--- Job metadata is a JSON object or NULL (the C++ producer's rule).
+-- Job metadata is a JSON object or NULL, at most 64 KiB (the C++ producer's rule).
 CREATE OR REPLACE FUNCTION {schema}.validate_metadata(p_metadata jsonb)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $$
@@ -77,6 +84,30 @@ BEGIN
     IF p_metadata IS NOT NULL AND jsonb_typeof(p_metadata) <> 'object' THEN
         RAISE EXCEPTION 'metadata must be a JSON object, not %', jsonb_typeof(p_metadata)
             USING ERRCODE = '22023';
+    END IF;
+    IF octet_length(p_metadata::text) > 65536 THEN
+        RAISE EXCEPTION 'metadata is % bytes of JSON; the limit is 64 KiB', octet_length(p_metadata::text)
+            USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- Metadata, tags (at most 32, each at most 255 bytes) and run_at (at most 100 years
+-- ahead), as the C++ producer checks them.
+CREATE OR REPLACE FUNCTION {schema}.validate_job_extras(
+    p_metadata jsonb, p_tags text[], p_run_at timestamptz)
+RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM {schema}.validate_metadata(p_metadata);
+    IF cardinality(p_tags) > 32 THEN
+        RAISE EXCEPTION '% tags; the limit is 32', cardinality(p_tags) USING ERRCODE = '22023';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(p_tags) t WHERE t IS NULL OR octet_length(t) > 255) THEN
+        RAISE EXCEPTION 'a tag is NULL or longer than 255 bytes' USING ERRCODE = '22023';
+    END IF;
+    IF p_run_at > now() + interval '3155760000 seconds' THEN
+        RAISE EXCEPTION 'run_at % is more than 100 years ahead', p_run_at USING ERRCODE = '22023';
     END IF;
 END
 $$;

@@ -30,7 +30,7 @@ DECLARE
     v_slot   smallint;
 BEGIN
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
-    PERFORM {schema}.validate_metadata(p_metadata);
+    PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
     v_id := nextval('{schema}.job_ids');
 
     IF p_run_at IS NOT NULL AND p_run_at > now() THEN
@@ -109,7 +109,7 @@ BEGIN
     FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(j, ord);
 
     PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key),
-            {schema}.validate_metadata(b.metadata)
+            {schema}.validate_job_extras(b.metadata, b.tags, b.run_at)
     FROM awa_compat_batch b;
 
     INSERT INTO {schema}.deferred_jobs

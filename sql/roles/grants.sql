@@ -62,7 +62,7 @@ BEGIN
         WHERE p.pronamespace = '{schema}'::regnamespace
           AND p.proname IN ('insert_job_compat', 'insert_jobs_compat', 'ensure_lane',
                             'reserve_lane_range', 'notify_channel', 'validate_job',
-                            'validate_metadata', 'queue_shard_count', 'shard_for_ordering_key',
+                            'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'shard_for_ordering_key',
                             'ordering_key_hash')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {producer}', f.sig);

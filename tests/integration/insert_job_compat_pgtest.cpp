@@ -209,6 +209,72 @@ TEST_F(InsertJobCompatTest, BadInputRaises22023NamingTheFieldAndWritesNothing) {
   EXPECT_EQ(rows_written(), before);
 }
 
+TEST_F(InsertJobCompatTest, SqlProducersEnforceTheCppSizeTagAndScheduleLimits) {
+  // The limits the C++ producer checks (include/awa/job.hpp) hold for SQL producers too:
+  // args <= 1 MiB, metadata <= 64 KiB, <= 32 tags of <= 255 bytes, run_at <= 100 years.
+  struct Case {
+    const char* name;
+    const char* field;
+    Json job;
+  };
+  Json tags33 = Json::array();
+  for (int i = 0; i < 33; ++i) tags33.push_back("t" + std::to_string(i));
+  const std::vector<Case> cases = {
+      {"args over 1 MiB", "args", {{"kind", "k"}, {"args", {{"x", std::string(1 << 20, 'a')}}}}},
+      {"metadata over 64 KiB",
+       "metadata",
+       {{"kind", "k"}, {"metadata", {{"x", std::string(64 << 10, 'm')}}}}},
+      {"33 tags", "tags", {{"kind", "k"}, {"tags", tags33}}},
+      {"a tag of 256 bytes", "tag", {{"kind", "k"}, {"tags", {std::string(256, 't')}}}},
+      {"run_at 200 years ahead", "run_at", {{"kind", "k"}, {"run_at", "2226-01-01T00:00:00Z"}}},
+  };
+  compat("valid");
+  const auto before = rows_written();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Json& j = c.job;
+    pg::Params p;
+    p.add(j.at("kind").get<std::string>()).add(j.value("args", Json::object()).dump());
+    if (j.contains("metadata")) {
+      p.add(j["metadata"].dump());
+    } else {
+      p.null();
+    }
+    if (j.contains("tags")) {
+      std::string lit = "{";
+      for (const auto& t : j["tags"]) lit += (lit.size() > 1 ? "," : "") + t.get<std::string>();
+      p.add(lit + "}");
+    } else {
+      p.null();
+    }
+    if (j.contains("run_at")) {
+      p.add(j["run_at"].get<std::string>());
+    } else {
+      p.null();
+    }
+    try {
+      conn().exec(
+          "SELECT insert_job_compat(p_kind => $1, p_args => $2::jsonb, p_queue => 'valid',"
+          " p_metadata => $3::jsonb, p_tags => $4::text[], p_run_at => $5::timestamptz)",
+          p);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.sqlstate(), "22023") << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+    Json bad = j;
+    bad["queue"] = "valid";
+    try {
+      compat_batch(conn(), Json::array({{{"kind", "good"}, {"queue", "valid"}}, bad}));
+      ADD_FAILURE() << "batch accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.sqlstate(), "22023") << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(rows_written(), before);
+}
+
 TEST_F(InsertJobCompatTest, UnkeyedCallsInOneTransactionStickToOneLane) {
   // Guards the documented lock-order rule's basis: unkeyed calls for one (queue, priority)
   // in one transaction share one shard (so they touch one lane and cannot deadlock), while
@@ -260,7 +326,7 @@ TEST_F(InsertJobCompatTest, BatchFormReturnsIdsInInputOrder) {
               {"priority", 1 + i % 4},
               {"args", {{"pos", i}}}};
     if (i % 3 == 0) j["ordering_key"] = "key-" + std::to_string(i);
-    if (i % 5 == 0) j["run_at"] = "2999-01-01T00:00:00Z";
+    if (i % 5 == 0) j["run_at"] = "2099-01-01T00:00:00Z";
     batch.push_back(j);
   }
   const auto ids = compat_batch(conn(), batch);
