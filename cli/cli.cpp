@@ -35,6 +35,20 @@ void report(const Error& e, const std::string& url) {
   if (!e.hint().empty()) std::cerr << "  hint: " << pg::scrub_password(e.hint(), url) << "\n";
 }
 
+// A schema that was never migrated surfaces as "relation ... does not exist" (or a
+// missing schema or function) with the statement's first line for context; say what to
+// do instead. Every subcommand but migrate reads the schema's tables.
+void report_database_error(const DatabaseError& e, const Context& ctx) {
+  if (e.sqlstate() == "42P01" || e.sqlstate() == "3F000" || e.sqlstate() == "42883") {
+    report(DatabaseError(fmt::format("schema {} holds no awa tables (not migrated?)", ctx.schema),
+                         e.retry(), e.sqlstate(), e.what(),
+                         fmt::format("run: awa migrate --schema {}", ctx.schema)),
+           ctx.database_url);
+    return;
+  }
+  report(e, ctx.database_url);
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -70,6 +84,9 @@ int run(int argc, char** argv) {
   }
   try {
     return ctx.action ? ctx.action() : 0;
+  } catch (const DatabaseError& e) {
+    report_database_error(e, ctx);
+    return 1;
   } catch (const Error& e) {
     report(e, ctx.database_url);
     return 1;

@@ -64,17 +64,6 @@ std::string read_args_file(const std::string& path) {
   return text;
 }
 
-// Called in a catch block. A schema that was never migrated surfaces as "relation ...
-// does not exist" with the statement's first line for context; say what to do instead.
-[[noreturn]] void rethrow_explaining_schema(const DatabaseError& e, const std::string& schema) {
-  if (e.sqlstate() == "42P01" || e.sqlstate() == "3F000" || e.sqlstate() == "42883") {
-    throw DatabaseError(fmt::format("schema {} holds no awa tables (not migrated?)", schema),
-                        e.retry(), e.sqlstate(), e.what(),
-                        fmt::format("run: awa migrate --schema {}", schema));
-  }
-  throw;
-}
-
 int enqueue(const Context& ctx, const EnqueueArgs& a) {
   if (a.count < 1 || a.count > kMaxCount) {
     throw InvalidArgument(fmt::format("--count must be 1..{} (got {})", kMaxCount, a.count));
@@ -112,7 +101,7 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   // All batches in one transaction: a failure in any of them leaves nothing enqueued.
   // Unkeyed batches each take the next rotor pick; this process's rotor starts at shard
   // 0, so the lanes are locked in ascending shard order, the global lock order.
-  try {
+  {
     std::optional<Transaction> tx;
     if (static_cast<std::size_t>(a.count) > batch_rows) tx.emplace(conn);
     for (long done = 0; done < a.count;) {
@@ -123,8 +112,6 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
       done += static_cast<long>(n);
     }
     if (tx) tx->commit();
-  } catch (const DatabaseError& e) {
-    rethrow_explaining_schema(e, ctx.schema);
   }
   if (a.count <= kMaxPrintedIds) {
     for (const auto id : ids) fmt::print("{}\n", id);

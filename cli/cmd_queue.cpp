@@ -13,17 +13,6 @@
 namespace awa::cli {
 namespace {
 
-// Called in a catch block. A schema that was never migrated surfaces as "relation ...
-// does not exist" with the statement's first line for context; say what to do instead.
-[[noreturn]] void rethrow_explaining_schema(const DatabaseError& e, const std::string& schema) {
-  if (e.sqlstate() == "42P01" || e.sqlstate() == "3F000" || e.sqlstate() == "42883") {
-    throw DatabaseError(fmt::format("schema {} holds no awa tables (not migrated?)", schema),
-                        e.retry(), e.sqlstate(), e.what(),
-                        fmt::format("run: awa migrate --schema {}", schema));
-  }
-  throw;
-}
-
 int set_shards(const Context& ctx, const std::string& queue, int shards) {
   const Admin admin(ctx.schema);  // checks the schema name before connecting
   auto conn = Connection::connect(ctx.require_database_url());
@@ -36,8 +25,6 @@ int set_shards(const Context& ctx, const std::string& queue, int shards) {
         fmt::format("enqueue_shards must be between 1 and 64 (got {}); queue {} unchanged", shards,
                     queue),
         e.retry(), e.sqlstate(), e.detail(), e.hint());
-  } catch (const DatabaseError& e) {
-    rethrow_explaining_schema(e, ctx.schema);
   }
   fmt::print("queue {}: enqueue_shards = {}\n", queue, shards);
   fmt::print(
@@ -49,12 +36,7 @@ int set_shards(const Context& ctx, const std::string& queue, int shards) {
 int show_shards(const Context& ctx, const std::string& queue, bool json) {
   const Admin admin(ctx.schema);
   auto conn = Connection::connect(ctx.require_database_url());
-  std::vector<ShardLag> lanes;
-  try {
-    lanes = admin.queue_shards(conn, queue);
-  } catch (const DatabaseError& e) {
-    rethrow_explaining_schema(e, ctx.schema);
-  }
+  const std::vector<ShardLag> lanes = admin.queue_shards(conn, queue);
   if (json) {
     auto out = nlohmann::json::array();
     for (const auto& l : lanes) {
