@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "awa/error.hpp"
+#include "producer_support.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -340,6 +341,76 @@ TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   ASSERT_TRUE(e.deadline_at.has_value());
   EXPECT_NEAR(std::chrono::duration<double>(*e.deadline_at - e.claimed_at).count(), 60.0, 0.01);
   EXPECT_EQ(count("SELECT enqueue_shard FROM claim_batches"), 4);
+}
+
+TEST_F(ClaimTest, TheSameAttemptTwiceInOneCallIsClosedOnce) {
+  // Regression (issue 10, defect 4): a repeat of an attempt with a retry, snooze or DLQ
+  // outcome in one complete() call used to violate the deferred_jobs / dlq_entries
+  // primary key and fail the whole call.
+  conn().exec("INSERT INTO queue_meta (queue, dlq_enabled) VALUES ('dup', true)");
+  enqueue("dup", 3);
+  QueueStorage::ClaimOptions o;
+  o.max_batch = 3;
+  const auto c = store_->claim(conn(), "dup", o);
+  ASSERT_EQ(c.size(), 3U);
+  const auto retry = Completion::of(c[0], Outcome::kRetry, "again");
+  const auto snooze = Completion::of(c[1], Outcome::kSnooze, "", std::chrono::milliseconds(0));
+  const auto dead = Completion::of(c[2], Outcome::kFail, "dead");
+  const auto res =
+      store_->complete(conn(), std::vector<Completion>{retry, snooze, dead, retry, snooze, dead});
+  ASSERT_EQ(res.size(), 6U);
+  EXPECT_EQ(res[0].state, "retried");
+  EXPECT_EQ(res[1].state, "snoozed");
+  EXPECT_EQ(res[2].state, "dlq");
+  for (std::size_t k = 3; k < 6; ++k) EXPECT_TRUE(res[k].stale()) << k;
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM dlq_entries"), 1);
+}
+
+TEST_F(ClaimTest, ClosersOfTheSameBatchesInOppositeOrdersNeverDeadlock) {
+  // Regression (issue 10, defect 3): closers lock the claim batches of their attempts; a
+  // closer that locked them in input order could hold batch B while waiting for A, held
+  // by one (a rescue, in claimed_at order) that then wants B: 40P01. They are locked in
+  // batch order, so a waiting closer holds none of them.
+  enqueue("two", 4);
+  QueueStorage::ClaimOptions o;
+  o.max_batch = 2;
+  const auto a = store_->claim(conn(), "two", o);  // batch A
+  const auto b = store_->claim(conn(), "two", o);  // batch B
+  ASSERT_EQ(a.size(), 2U);
+  ASSERT_EQ(b.size(), 2U);
+  ASSERT_LT(a[0].claim_batch, b[0].claim_batch);
+
+  pg::Connection holder = connect_new();
+  pg::Connection other = connect_new();
+  pg::Transaction tx(holder);
+  store_->complete(holder, std::vector<Completion>{Completion::of(a[0], Outcome::kCompleted)});
+  // `other` closes B's and A's attempts, B first in its input: it must wait for A.
+  const int other_pid = other.backend_pid();
+  BackgroundCall<std::vector<CompletionResult>> late(other_pid, [&] {
+    return store_->complete(other,
+                            std::vector<Completion>{Completion::of(b[0], Outcome::kCompleted),
+                                                    Completion::of(a[1], Outcome::kCompleted)});
+  });
+  ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), other_pid); }));
+  // The holder now wants B too: with input-order locking `other` would hold it.
+  try {
+    store_->complete(holder, std::vector<Completion>{Completion::of(b[1], Outcome::kCompleted)});
+    tx.commit();
+  } catch (const Error& e) {
+    ADD_FAILURE() << "holder: " << e.what() << " [" << e.sqlstate() << "]";
+  }
+  ASSERT_TRUE(late.finishes_within(std::chrono::seconds(10)));
+  std::vector<CompletionResult> res;
+  try {
+    res = late.get();
+  } catch (const Error& e) {
+    FAIL() << "other: " << e.what() << " [" << e.sqlstate() << "]";
+  }
+  ASSERT_EQ(res.size(), 2U);
+  EXPECT_EQ(res[0].state, "completed");
+  EXPECT_EQ(res[1].state, "completed");
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 4);
 }
 
 TEST_F(ClaimTest, StaleCompletionChangesNothing) {
