@@ -1,10 +1,26 @@
 # Turns every .sql file under SQL_DIR into one C++ source, so SQL lives in .sql files
 # and the binaries need no files at run time. Run by CMake at build time (see
 # CMakeLists.txt); the output changes only when an input does.
+#
+# Optional, for a catalogue other than the library's (tools/chaos/CMakeLists.txt):
+#   SQL_NAMESPACE  namespace that defines all_files() (default: awa::sql)
+#   SQL_HEADER     header the output includes; it must declare SQL_NAMESPACE::all_files()
+#                  and make SqlFile visible in SQL_NAMESPACE (default: schema/sql_catalog.hpp)
+#   SQL_LABEL      the folder named in the "Generated from" line (default: sql/)
+# Two catalogues linked into one binary need different namespaces.
+if(NOT DEFINED SQL_NAMESPACE)
+  set(SQL_NAMESPACE "awa::sql")
+endif()
+if(NOT DEFINED SQL_HEADER)
+  set(SQL_HEADER "schema/sql_catalog.hpp")
+endif()
+if(NOT DEFINED SQL_LABEL)
+  set(SQL_LABEL "sql/")
+endif()
 file(GLOB_RECURSE sql_files RELATIVE "${SQL_DIR}" "${SQL_DIR}/*.sql")
 list(SORT sql_files)
-set(body "// Generated from sql/ by cmake/embed_sql.cmake. Do not edit.\n")
-string(APPEND body "#include \"schema/sql_catalog.hpp\"\n\nnamespace awa::sql {\nnamespace {\n")
+set(body "// Generated from ${SQL_LABEL} by cmake/embed_sql.cmake. Do not edit.\n")
+string(APPEND body "#include \"${SQL_HEADER}\"\n\nnamespace ${SQL_NAMESPACE} {\nnamespace {\n")
 string(APPEND body "constexpr SqlFile kFiles[] = {\n")
 foreach(rel IN LISTS sql_files)
   file(READ "${SQL_DIR}/${rel}" content)
@@ -15,7 +31,7 @@ foreach(rel IN LISTS sql_files)
   string(APPEND body "    {\"${rel}\", R\"awa_sql(${content})awa_sql\"},\n")
 endforeach()
 string(APPEND body "};\n}  // namespace\n\n")
-string(APPEND body "std::span<const SqlFile> all_files() { return kFiles; }\n\n}  // namespace awa::sql\n")
+string(APPEND body "std::span<const SqlFile> all_files() { return kFiles; }\n\n}  // namespace ${SQL_NAMESPACE}\n")
 set(out "${OUTPUT}")
 if(EXISTS "${out}")
   file(READ "${out}" old)

@@ -27,6 +27,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -37,9 +38,10 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "ledger.hpp"
+#include "pg/connection.hpp"
 #include "processes.hpp"
 #include "producers.hpp"
-#include "sql.hpp"
+#include "sql_files.hpp"
 
 namespace chaos {
 namespace {
@@ -133,7 +135,7 @@ class Harness {
   int run();
 
  private:
-  Db& admin();
+  awa::pg::Connection& admin();
   void say(const std::string& line) const;
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
   void spawn_worker(std::size_t i);
@@ -150,7 +152,7 @@ class Harness {
   Options o_;
   std::mt19937_64 rng_;
   Clock::time_point started_ = Clock::now();
-  std::optional<Db> admin_;
+  std::optional<awa::pg::Connection> admin_;
   std::vector<Slot> slots_;
   std::optional<pid_t> restart_pid_;
   std::size_t restart_fault_ = 0;  // its index in fault_times_
@@ -166,13 +168,14 @@ void Harness::say(const std::string& line) const {
 }
 
 // The driver's own connection, reopened after a fault broke it (bounded: 30 s).
-Db& Harness::admin() {
+awa::pg::Connection& Harness::admin() {
   if (admin_ && admin_->ok()) return *admin_;
   admin_.reset();
   const auto until = Clock::now() + std::chrono::seconds(30);
   for (;;) {
     try {
-      admin_.emplace(Db::connect(o_.url, "awa-chaos-driver"));
+      admin_.emplace(
+          awa::pg::Connection::connect({o_.url, std::chrono::seconds(3), "awa-chaos-driver"}));
       return *admin_;
     } catch (const awa::Error&) {
       if (Clock::now() > until) throw;
@@ -229,9 +232,10 @@ void Harness::tend_workers() {
       // A restart's fault time is when the old server was gone: the new postmaster's start
       // (work claimed and completed between the pg_ctl call and the kill must not count).
       try {
-        const auto start = admin().scalar("SELECT extract(epoch FROM pg_postmaster_start_time())");
+        const auto res = admin().query(sql::file("faults/postmaster_start_time.sql"));
+        const auto start = res.empty() ? std::nullopt : res.get_opt<double>(0, 0);
         if (start && restart_fault_ < fault_times_.size()) {
-          const auto us = static_cast<long long>(std::stod(*start) * 1e6);
+          const auto us = static_cast<long long>(*start * 1e6);
           fault_times_[restart_fault_] = Wall::time_point(std::chrono::microseconds(us));
         }
       } catch (const awa::Error& e) {
@@ -268,37 +272,34 @@ bool Harness::stop_worker() {
 
 bool Harness::terminate_backends() {
   // Workers name their sessions awa-work-<pid>; producers' public connections are "awa".
-  const auto rows = admin().query(
-      "SELECT pid, application_name FROM pg_stat_activity "
-      "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-      "AND (application_name = 'awa' OR application_name LIKE 'awa-work-%') ORDER BY pid");
+  const auto rows = admin().query(sql::file("faults/awa_sessions.sql"));
   if (rows.empty()) return false;
-  auto pool = rows;
+  std::vector<std::pair<std::string, std::string>> pool;  // (pid, application_name)
+  for (int i = 0; i < rows.rows(); ++i)
+    pool.emplace_back(rows.get<std::string>(i, 0), rows.get_opt<std::string>(i, 1).value_or(""));
   std::shuffle(pool.begin(), pool.end(), rng_);
   const auto n = std::min<std::size_t>(pool.size(), 1 + rng_() % 4);
   std::string what;
   for (std::size_t k = 0; k < n; ++k) {
-    admin().query("SELECT pg_terminate_backend($1::int)", {*pool[k][0]});
-    what += fmt::format(" {}({})", *pool[k][0], pool[k][1].value_or(""));
+    admin().query(sql::file("faults/terminate_backend.sql"), pool[k].first);
+    what += fmt::format(" {}({})", pool[k].first, pool[k].second);
   }
   fault_lines_.push_back(
-      fmt::format("pg_terminate_backend of {} of {} awa sessions:{}", n, rows.size(), what));
+      fmt::format("pg_terminate_backend of {} of {} awa sessions:{}", n, pool.size(), what));
   return true;
 }
 
 bool Harness::terminate_leader() {
   // docs/runtime.md: the leader holds advisory lock (hashtext(schema), 1279607108).
-  const auto rows = admin().query(
-      "SELECT a.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-      "WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 1279607108 AND l.objsubid = 2 "
-      "AND l.classid = hashtext('awa')::oid");
+  const auto rows = admin().query(sql::file("faults/maintenance_leader.sql"));
   if (rows.empty()) {
     fault_lines_.push_back("terminate leader: no leader holds the lock right now (skipped)");
     return false;
   }
-  admin().query("SELECT pg_terminate_backend($1::int)", {*rows[0][0]});
-  fault_lines_.push_back(fmt::format("pg_terminate_backend of the maintenance leader {} ({})",
-                                     *rows[0][0], rows[0][1].value_or("")));
+  const auto pid = rows.get<std::string>(0, 0);
+  admin().query(sql::file("faults/terminate_backend.sql"), pid);
+  fault_lines_.push_back(fmt::format("pg_terminate_backend of the maintenance leader {} ({})", pid,
+                                     rows.get_opt<std::string>(0, 1).value_or("")));
   return true;
 }
 
@@ -394,9 +395,7 @@ int Harness::run() {
                   o_.seconds, o_.workers, o_.producers, o_.log_dir));
 
   // A fresh schema every run: the ledger check reads the whole history.
-  admin().script(
-      "SET client_min_messages = warning; DROP SCHEMA IF EXISTS awa CASCADE; "
-      "DROP SCHEMA IF EXISTS chaos CASCADE");
+  admin().exec(sql::file("run/reset_schemas.sql"));
   const auto migrated = chaos::run({o_.awa, "--database-url", o_.url, "migrate"},
                                    o_.log_dir + "/migrate.log", std::chrono::seconds(60));
   if (!migrated || *migrated != 0) throw std::runtime_error("awa migrate failed (migrate.log)");

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pg/connection.hpp"
 #include "producers.hpp"
-#include "sql.hpp"
 
 namespace chaos {
 
@@ -39,18 +39,19 @@ struct LedgerResult {
 
 // Loads the producers' record into chaos.ledger and resolves unknown commits by marker.
 // Returns the number of committed jobs.
-std::int64_t load_ledger(Db& db, const std::vector<ProducedJob>& jobs);
+std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>& jobs);
 
 // Jobs of the queue not finished yet: available + running + scheduled + retryable
 // (Admin::queue_counts, exact). The drain condition.
 std::int64_t unfinished(const std::string& url, const std::string& queue);
 
-LedgerResult check_ledger(Db& db, const std::string& url, const std::string& queue);
+LedgerResult check_ledger(awa::pg::Connection& db, const std::string& url,
+                          const std::string& queue);
 
 // Seconds from each time to the first successful completion of an attempt claimed after
 // it (claim_batches.claimed_at > t, its 'completed' closure's closed_at); negative when
 // there was none.
-std::vector<double> recovery_seconds(Db& db,
+std::vector<double> recovery_seconds(awa::pg::Connection& db,
                                      const std::vector<std::chrono::system_clock::time_point>& at);
 
 }  // namespace chaos

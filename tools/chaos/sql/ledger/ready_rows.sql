@@ -1,0 +1,7 @@
+-- Every ready row of a queue and whether it is tombstoned. $1: the queue; rows of
+-- (priority, enqueue_shard, lane_seq, tombstoned).
+SELECT r.priority, r.enqueue_shard, r.lane_seq,
+       EXISTS (SELECT 1 FROM awa.ready_tombstones t
+               WHERE t.queue = r.queue AND t.priority = r.priority
+                 AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
+FROM awa.ready_entries r WHERE r.queue = $1
