@@ -1,0 +1,219 @@
+// The worker runtime behind awa::Client (docs/runtime.md): the state every part shares.
+// Its parts live in runtime/client.cpp (configuration, lifecycle, stats),
+// runtime/dispatcher.cpp (claims), runtime/workers.cpp (handlers) and runtime/control.cpp
+// (heartbeats and cancellation).
+//
+// Threads, and what each owns:
+//   - one dispatcher per queue: a dedicated connection that LISTENs on "awa:<queue>" and
+//     on a private wake channel, and claims on that same connection;
+//   - `cap` worker threads running handlers (cap = ClientOptions::max_workers, or the
+//     sum of the queues' max_workers), fed from one task deque;
+//   - a control thread: a dedicated connection LISTENing on "awa:cancel" (and a private
+//     wake channel) that also sends the batched heartbeats (on a pool connection);
+//   - the completion batcher's thread (runtime/completion_batcher.hpp);
+//   - the maintenance leader's thread (runtime/maintenance_leader.hpp).
+//
+// Capacity is reserved before a claim: a dispatcher adds `want` to its queue's and the
+// global in-flight counts under mu_, claims at most `want` rows, and gives back the
+// rows it did not get. So the queue and global caps hold at every instant, and every
+// claimed entry has a worker thread free to run it at once.
+//
+// Lock order: lifecycle_mu_ before mu_. mu_ is never held across a database call or a
+// handler call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "awa/client.hpp"
+#include "awa/metrics.hpp"
+#include "pg/pool.hpp"
+#include "runtime/completion_batcher.hpp"
+#include "runtime/maintenance_leader.hpp"
+
+namespace awa {
+namespace client_detail {
+
+inline constexpr std::chrono::milliseconds kMinBackoff{100};
+// Short: after a server restart the dispatchers should be back within a second of the
+// server, and a reconnect attempt per second per thread costs the server nothing.
+inline constexpr std::chrono::milliseconds kMaxBackoff{1000};
+
+}  // namespace client_detail
+
+struct Client::Impl {
+  struct QueueState {
+    QueueConfig config;
+    std::string channel;       // notify_channel(queue): producers notify it
+    std::string wake_channel;  // private to this dispatcher: stop() wakes it there
+    int inflight = 0;          // claimed, handler not yet returned; guarded by Impl::mu_
+    metrics::Gauge* running_gauge = nullptr;  // awa_jobs_running{queue}; atomic itself
+    std::thread thread;
+  };
+
+  // One claimed attempt, from claim until its handler returns. Owned by the task deque,
+  // then by the worker running it; running_ points at it while it exists.
+  class Job final : public JobContext {
+   public:
+    Job(Impl& impl, ClaimedEntry e, QueueState& q) : impl_(impl), entry_(std::move(e)), queue_(q) {}
+
+    const ClaimedEntry& entry() const override { return entry_; }
+    const nlohmann::json& args() const override {
+      if (!args_) args_ = nlohmann::json::parse(entry_.args_json);
+      return *args_;
+    }
+    std::stop_token stop_token() const override { return stop_.get_token(); }
+    void set_progress(double percent, const std::string& message) override {
+      impl_.beat_one(*this, nlohmann::json{{"percent", percent}, {"message", message}}.dump());
+    }
+    void heartbeat() override { impl_.beat_one(*this, std::nullopt); }
+
+    // Thread-safe (std::stop_source is).
+    void request_stop() { stop_.request_stop(); }
+    QueueState& queue_state() const { return queue_; }
+    std::pair<JobId, std::int64_t> key() const { return {entry_.job_id, entry_.run_lease}; }
+
+   private:
+    Impl& impl_;
+    const ClaimedEntry entry_;
+    QueueState& queue_;
+    std::stop_source stop_;
+    mutable std::optional<nlohmann::json> args_;  // touched by the handler's thread only
+  };
+
+  enum class Phase { kNew, kRunning, kStopped };
+
+  explicit Impl(ClientOptions o);
+
+  ~Impl() { stop(); }
+
+  pg::ConnectOptions connect_options() const {
+    pg::ConnectOptions c;
+    c.url = options_.database_url;
+    c.connect_timeout = options_.connect_timeout;
+    c.application_name = options_.application_name;
+    return c;
+  }
+
+  // --- configuration --------------------------------------------------------------------
+
+  void register_worker(const std::string& kind, Handler handler);
+
+  void add_queue(QueueConfig config);
+
+  // --- lifecycle ------------------------------------------------------------------------
+
+  void start();
+
+  void stop();
+
+  // REQUIRES: lifecycle_mu_ held and phase_ == kRunning (possibly partially started).
+  void shutdown();
+
+  // Best effort: a thread blocked in LISTEN returns at once instead of at its next poll.
+  void wake(const std::string& channel);
+
+  std::string control_wake_channel() const { return fmt::format("awa-wake:{}:control", token_); }
+
+  // --- dispatch -------------------------------------------------------------------------
+
+  // REQUIRES: mu_ held.
+  int free_slots(const QueueState& q) const {
+    return std::min(q.config.max_workers - q.inflight, cap_ - inflight_total_);
+  }
+
+  // Waits up to `d` or until stop; false when stopping.
+  bool pause_dispatch(std::chrono::milliseconds d);
+
+  void dispatch(QueueState& q);
+
+  void give_back(QueueState& q, int n);
+
+  void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);
+
+  // --- workers --------------------------------------------------------------------------
+
+  void work();
+
+  void run_job(Job& job);
+
+  void count_result(const Completion&, const CompletionResult& r);
+
+  // --- heartbeats and cancellation ------------------------------------------------------
+
+  void beat_one(Job& job, std::optional<std::string> progress);
+
+  void beat_all();
+
+  // Heartbeats `beats` and fires the stop token of every attempt among them that the
+  // database no longer has open.
+  void stop_closed(const std::vector<QueueStorage::Heartbeat>& beats, std::string_view why);
+
+  // 'awa:cancel' is one channel for every schema of the database, so a job id in it may
+  // name another schema's job. The notification is only a hint: heartbeat our attempts
+  // of that id and stop those the database reports closed.
+  void cancel_running(std::string_view payload);
+
+  void control();
+
+  // --- producer side and stats ----------------------------------------------------------
+
+  std::vector<JobId> insert_many(std::span<const NewJob> jobs);
+
+  ClientStats stats() const;
+
+  const ClientOptions options_;
+  std::unique_ptr<pg::Pool> pool_;
+  std::unique_ptr<QueueStorage> store_;
+  const std::string wake_sql_;
+  const std::string token_;  // makes this client's wake channels unique in the cluster
+
+  // Set before start(), read-only afterwards (so readable without a lock by the threads).
+  std::unordered_map<std::string, Handler> handlers_;
+  std::vector<std::unique_ptr<QueueState>> queues_;
+  int cap_ = 0;
+
+  mutable std::mutex lifecycle_mu_;                      // serialises start()/stop()
+  Phase phase_ = Phase::kNew;                            // guarded by lifecycle_mu_
+  std::unique_ptr<runtime::CompletionBatcher> batcher_;  // set in start(), reset in stop()
+  // Created in start(), stopped in stop(), destroyed with the Impl.
+  std::unique_ptr<runtime::MaintenanceLeader> maintenance_;
+  std::atomic<const runtime::MaintenanceLeader*> maintenance_view_{nullptr};
+  std::vector<std::thread> workers_;
+  std::thread control_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;         // workers: a task is queued, or stop
+  std::condition_variable slot_cv_;         // dispatchers and stop(): a slot freed, or stop
+  std::condition_variable control_cv_;      // control thread: stop
+  std::deque<std::unique_ptr<Job>> tasks_;  // guarded by mu_
+  std::map<std::pair<JobId, std::int64_t>, Job*> running_;  // guarded by mu_
+  int inflight_total_ = 0;                                  // guarded by mu_
+  bool dispatch_stop_ = false;                              // guarded by mu_
+  bool workers_stop_ = false;                               // guarded by mu_
+  bool control_stop_ = false;                               // guarded by mu_
+
+  std::atomic<std::uint64_t> claimed_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> retried_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> snoozed_{0};
+  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::uint64_t> stale_{0};
+};
+
+}  // namespace awa

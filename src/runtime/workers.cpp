@@ -1,0 +1,96 @@
+// The worker threads: run handlers and hand their results to the completion batcher.
+#include "runtime/client_impl.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace awa {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A job of a kind this process has no handler for goes back to the queue (snoozed: the
+// attempt is not consumed) for a worker that has one — during a rolling deploy an old
+// worker must not kill every job of a new kind. The delay grows with the job's age, so a
+// job nobody can run costs little while one caught by a deploy is retried promptly.
+constexpr milliseconds kUnknownKindMinDelay{1000};
+constexpr milliseconds kUnknownKindMaxDelay{60000};
+
+milliseconds unknown_kind_delay(const ClaimedEntry& e) {
+  const auto age =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now() - e.created_at);
+  return std::clamp(age / 10, kUnknownKindMinDelay, kUnknownKindMaxDelay);
+}
+
+}  // namespace
+
+void Client::Impl::work() {
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] { return workers_stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      job = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    run_job(*job);
+    job->queue_state().running_gauge->dec();
+    {
+      std::lock_guard lock(mu_);
+      running_.erase(job->key());
+      --job->queue_state().inflight;
+      --inflight_total_;
+    }
+    slot_cv_.notify_all();
+  }
+}
+
+void Client::Impl::run_job(Job& job) {
+  const auto it = handlers_.find(job.kind());
+  if (it == handlers_.end()) {
+    const auto delay = unknown_kind_delay(job.entry());
+    metrics::engine().job_unknown_kind.with({job.queue(), job.kind()}).inc();
+    spdlog::warn("job {}: no worker registered for kind {} in {}; back to queue {} in {} ms",
+                 job.job_id(), job.kind(), options_.application_name, job.queue(), delay.count());
+    // The message lands in the attempt history (attempt_outcomes, state 'snoozed').
+    batcher_->submit(Completion::of(job.entry(), Outcome::kSnooze,
+                                    fmt::format("no worker registered for kind {} in {}",
+                                                job.kind(), options_.application_name),
+                                    delay));
+    return;
+  }
+  JobResult result = JobResult::completed();
+  try {
+    result = it->second(job);
+  } catch (const std::exception& e) {
+    result = JobResult::failed(e.what(), true);
+  } catch (...) {
+    result = JobResult::failed("handler threw a non-std::exception", true);
+  }
+  batcher_->submit(Completion::of(job.entry(), result.outcome(), result.message(), result.delay()));
+}
+
+void Client::Impl::count_result(const Completion&, const CompletionResult& r) {
+  if (r.stale()) {
+    stale_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const auto& s = *r.state;
+  if (s == "completed") {
+    completed_.fetch_add(1, std::memory_order_relaxed);
+  } else if (s == "retried") {
+    retried_.fetch_add(1, std::memory_order_relaxed);
+  } else if (s == "failed" || s == "dlq") {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+  } else if (s == "snoozed") {
+    snoozed_.fetch_add(1, std::memory_order_relaxed);
+  } else if (s == "cancelled") {
+    cancelled_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    spdlog::warn("job {}: unexpected completion state {}", r.job_id, s);
+  }
+}
+
+}  // namespace awa
