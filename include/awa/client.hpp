@@ -116,9 +116,15 @@ struct QueueConfig {
   std::string name = "default";
   // Concurrent handlers for this queue. Default: 10.
   int max_workers = 10;
-  // Rows per claim at most (the dispatcher never claims more than it has free workers).
-  // Default: 512.
+  // Rows per claim at most. Default: 512.
   int claim_batch = 512;
+  // Prefetch: jobs the dispatcher may hold claimed ahead of a free worker, at most, so
+  // that its next claim overlaps the handlers instead of waiting for them. Within this
+  // bound it keeps about what the workers start during one claim round trip (measured as
+  // it goes), so short handlers get a buffer and slow ones none. Prefetched jobs are
+  // heartbeated like running ones, shown as awa_jobs_prefetched{queue}, and handed back
+  // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default: 512.
+  int max_prefetch = 512;
   // Fallback poll when no notification arrives. Default: 1 s.
   std::chrono::milliseconds poll_interval{1000};
   // Hard deadline per attempt; rescued after it. Default: none.
@@ -177,7 +183,9 @@ struct ClientStats {
   std::uint64_t promoted = 0;   // by this process as leader
   std::uint64_t rotations = 0;  // ring rotations, by this process as leader
   std::uint64_t prunes = 0;     // ring slots pruned, by this process as leader
-  int running = 0;
+  std::uint64_t released = 0;   // prefetched jobs handed back unstarted by stop()
+  int running = 0;              // handlers running now
+  int prefetched = 0;           // claimed, not started yet
   bool leader = false;
 };
 
@@ -193,7 +201,8 @@ class Client {
 
   // Migrates (unless disabled), starts dispatchers, workers, heartbeats and maintenance.
   void start();
-  // Graceful: stop claiming, let in-flight handlers finish within shutdown_timeout (then
+  // Graceful: stop claiming, hand prefetched jobs back unstarted (claimable at once by any
+  // worker), let in-flight handlers finish within shutdown_timeout (then
   // fire their stop tokens and wait for them), flush completions, release the leader lock.
   // Attempts that could not finish stay open and are rescued later. Idempotent.
   void stop();

@@ -228,6 +228,12 @@ struct EngineMetrics {
   // awa_job_unknown_kind_total{queue, kind}: claimed jobs this process has no handler
   // for, sent back to the queue (snoozed) for a worker that has one.
   Family<Counter>& job_unknown_kind;
+  // awa_jobs_prefetched{queue}: jobs claimed ahead of a free worker, not started yet;
+  // bounded by QueueConfig::max_prefetch. Kept by the runtime.
+  Family<Gauge>& jobs_prefetched;
+  // awa_job_released_total{queue}: prefetched jobs a stopping client handed back
+  // unstarted (QueueStorage::release). Counted by the runtime.
+  Family<Counter>& job_released;
 };
 EngineMetrics& engine();
 

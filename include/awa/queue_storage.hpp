@@ -108,6 +108,12 @@ class QueueStorage {
   std::vector<Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
                               int limit = 1000);
 
+  // Hands back claimed attempts whose handlers never started (release_attempts): each is
+  // closed without consuming its attempt, `reason` goes to the attempt history, and the
+  // job is back in ready in the same transaction, claimable at once (at its lane's
+  // tail). Attempts closed meanwhile are left alone. Returns how many were handed back.
+  int release(pg::Connection& conn, std::span<const ClaimedEntry> entries, std::string_view reason);
+
   // Moves up to `limit` due deferred jobs to ready; returns how many.
   int promote_due(pg::Connection& conn, int limit = 1000);
 

@@ -6,7 +6,12 @@
 -- Due rows are taken FOR UPDATE SKIP LOCKED, so concurrent promoters split the work.
 -- Job id, attempt, run_lease, errors and created_at carry over; run_at stays the due
 -- time, which keeps claim-side fairness and aging honest.
-CREATE OR REPLACE FUNCTION {schema}.promote_due_deferred(p_limit integer DEFAULT 1000)
+--
+-- promote_deferred(p_limit, p_job_ids): the promotion; p_job_ids NULL promotes any due
+-- jobs, otherwise only due jobs among those ids (release_attempts hands back jobs this
+-- way at once, without waiting for the leader's round).
+-- promote_due_deferred(p_limit): what the maintenance leader calls.
+CREATE OR REPLACE FUNCTION {schema}.promote_deferred(p_limit integer, p_job_ids bigint[])
 RETURNS integer
 LANGUAGE plpgsql
 SET jit = off AS $$
@@ -19,7 +24,8 @@ BEGIN
     -- The leader calls this every round; most rounds nothing is due. Creating and dropping
     -- the temp table costs catalog writes (and catalog bloat) each time, so look first —
     -- one probe of deferred_jobs_run_at.
-    IF NOT EXISTS (SELECT 1 FROM {schema}.deferred_jobs x WHERE x.run_at <= now()) THEN
+    IF p_job_ids IS NULL AND NOT EXISTS (SELECT 1 FROM {schema}.deferred_jobs x
+                                         WHERE x.run_at <= now()) THEN
         RETURN 0;
     END IF;
     CREATE TEMP TABLE IF NOT EXISTS awa_promote_batch (
@@ -33,6 +39,7 @@ BEGIN
         DELETE FROM {schema}.deferred_jobs d
         WHERE d.job_id IN (SELECT x.job_id FROM {schema}.deferred_jobs x
                            WHERE x.run_at <= now()
+                             AND (p_job_ids IS NULL OR x.job_id = ANY (p_job_ids))
                            ORDER BY x.run_at
                            LIMIT p_limit
                            FOR UPDATE SKIP LOCKED)
@@ -80,3 +87,8 @@ BEGIN
     RETURN v_n;
 END
 $$;
+
+CREATE OR REPLACE FUNCTION {schema}.promote_due_deferred(p_limit integer DEFAULT 1000)
+RETURNS integer
+LANGUAGE sql
+AS $$ SELECT {schema}.promote_deferred(p_limit, NULL) $$;

@@ -360,6 +360,13 @@ EngineMetrics& engine() {
                   "Claimed jobs of a kind with no handler in this process, sent back to the "
                   "queue for a worker that has one.",
                   {"queue", "kind"}),
+        r.gauge("awa_jobs_prefetched",
+                "Jobs claimed ahead of a free worker and not started yet (the dispatcher's "
+                "bounded prefetch buffer) in this process.",
+                {"queue"}),
+        r.counter("awa_job_released_total",
+                  "Prefetched jobs handed back unstarted (a stopping client), claimable at once.",
+                  {"queue"}),
     };
   }();
   return *m;

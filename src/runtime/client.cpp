@@ -57,6 +57,7 @@ void Client::Impl::add_queue(QueueConfig config) {
   storage::validate_queue_name(config.name);
   if (config.max_workers < 1) throw InvalidArgument("add_queue: max_workers must be >= 1");
   if (config.claim_batch < 1) throw InvalidArgument("add_queue: claim_batch must be >= 1");
+  if (config.max_prefetch < 0) throw InvalidArgument("add_queue: max_prefetch must be >= 0");
   if (config.poll_interval.count() <= 0)
     throw InvalidArgument("add_queue: poll_interval must be positive");
   for (const auto& q : queues_) {
@@ -68,6 +69,7 @@ void Client::Impl::add_queue(QueueConfig config) {
   // Queue channels all start with "awa:", so this never collides with one.
   q->wake_channel = fmt::format("awa-wake:{}:{}", token_, queues_.size());
   q->running_gauge = &metrics::engine().jobs_running.with({config.name});
+  q->prefetched_gauge = &metrics::engine().jobs_prefetched.with({config.name});
   q->config = std::move(config);
   queues_.push_back(std::move(q));
 }
@@ -154,23 +156,25 @@ void Client::Impl::shutdown() {
   for (auto& q : queues_) {
     if (q->thread.joinable()) q->thread.join();
   }
-  // 2. In-flight handlers get shutdown_timeout to finish; then their stop tokens fire
+  // 2. Prefetched jobs go back to the queue at once, for any worker to claim.
+  release_prefetched();
+  // 3. Running handlers get shutdown_timeout to finish; then their stop tokens fire
   //    and they get as long again. A handler that ignores its token is waited for
   //    without bound: its Job and this Impl must outlive it, and detaching would leave it
   //    running against freed state. Its attempt stays open either way, so if the process
   //    is killed instead, rescue retries the job.
   {
     std::unique_lock lock(mu_);
-    const auto idle = [&] { return inflight_total_ == 0; };
+    const auto idle = [&] { return running_total_ == 0; };
     if (!slot_cv_.wait_for(lock, options_.shutdown_timeout, idle)) {
       spdlog::warn("shutdown: {} handlers still running after {} ms; requesting them to stop",
-                   inflight_total_, options_.shutdown_timeout.count());
+                   running_total_, options_.shutdown_timeout.count());
       for (auto& [key, job] : running_) job->request_stop();
       if (!slot_cv_.wait_for(lock, options_.shutdown_timeout, idle)) {
         std::string ids;
         for (const auto& [key, job] : running_) ids += fmt::format(" {}", key.first);
         spdlog::error("shutdown: {} handlers ignore their stop tokens; waiting for them (jobs:{})",
-                      inflight_total_, ids);
+                      running_total_, ids);
         slot_cv_.wait(lock, idle);
       }
     }
@@ -179,12 +183,12 @@ void Client::Impl::shutdown() {
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
-  // 3. Everything the handlers reported reaches the database.
+  // 4. Everything the handlers reported reaches the database.
   if (batcher_) {
     batcher_->flush();
     batcher_.reset();
   }
-  // 4. Heartbeats and cancel listening end with the last handler.
+  // 5. Heartbeats and cancel listening end with the last handler.
   {
     std::lock_guard lock(mu_);
     control_stop_ = true;
@@ -194,14 +198,15 @@ void Client::Impl::shutdown() {
     wake(control_wake_channel());
     control_.join();
   }
-  // 5. Leadership goes last, so promotion and rescue keep running while we drain.
+  // 6. Leadership goes last, so promotion and rescue keep running while we drain.
   if (maintenance_) maintenance_->stop();
   phase_ = Phase::kStopped;
   const auto s = stats();
   spdlog::info(
       "awa client stopped: claimed {}, completed {}, retried {}, failed {}, snoozed {}, "
-      "cancelled {}, stale {}",
-      s.claimed, s.completed, s.retried, s.failed, s.snoozed, s.cancelled, s.stale_completions);
+      "cancelled {}, stale {}, handed back {}",
+      s.claimed, s.completed, s.retried, s.failed, s.snoozed, s.cancelled, s.stale_completions,
+      s.released);
 }
 
 void Client::Impl::wake(const std::string& channel) {
@@ -227,9 +232,11 @@ ClientStats Client::Impl::stats() const {
   s.snoozed = snoozed_.load(std::memory_order_relaxed);
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.stale_completions = stale_.load(std::memory_order_relaxed);
+  s.released = released_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
-    s.running = inflight_total_;
+    s.running = running_total_;
+    for (const auto& q : queues_) s.prefetched += static_cast<int>(q->ready.size());
   }
   // The leader outlives stop() (it is only stopped there), so this needs no lifecycle
   // lock; the pointer is published once, in start().

@@ -7,16 +7,21 @@
 //   - one dispatcher per queue: a dedicated connection that LISTENs on "awa:<queue>" and
 //     on a private wake channel, and claims on that same connection;
 //   - `cap` worker threads running handlers (cap = ClientOptions::max_workers, or the
-//     sum of the queues' max_workers), fed from one task deque;
+//     sum of the queues' max_workers), fed from the queues' ready deques;
 //   - a control thread: a dedicated connection LISTENing on "awa:cancel" (and a private
 //     wake channel) that also sends the batched heartbeats (on a pool connection);
 //   - the completion batcher's thread (runtime/completion_batcher.hpp);
 //   - the maintenance leader's thread (runtime/maintenance_leader.hpp).
 //
-// Capacity is reserved before a claim: a dispatcher adds `want` to its queue's and the
-// global in-flight counts under mu_, claims at most `want` rows, and gives back the
-// rows it did not get. So the queue and global caps hold at every instant, and every
-// claimed entry has a worker thread free to run it at once.
+// Claims and prefetch: a dispatcher claims for the workers that could start one of its
+// queue's jobs now, plus a prefetch goal (QueueConfig::max_prefetch at most) of jobs
+// claimed ahead, so that its next claim runs while the handlers do instead of after
+// them. The goal tracks what the workers start during one claim round trip (measured),
+// so a queue of slow handlers prefetches nothing. Every claimed job is in running_ from
+// hand-off to the end of its handler, so heartbeats and cancellation cover prefetched
+// jobs too; stop() hands the unstarted ones back (QueueStorage::release).
+// The per-queue max_workers and the global cap bound *running* handlers at every
+// instant: a worker starts a job only while both have room.
 //
 // Lock order: lifecycle_mu_ before mu_. mu_ is never held across a database call or a
 // handler call.
@@ -56,12 +61,21 @@ inline constexpr std::chrono::milliseconds kMaxBackoff{1000};
 }  // namespace client_detail
 
 struct Client::Impl {
+  class Job;
+
   struct QueueState {
     QueueConfig config;
     std::string channel;       // notify_channel(queue): producers notify it
     std::string wake_channel;  // private to this dispatcher: stop() wakes it there
-    int inflight = 0;          // claimed, handler not yet returned; guarded by Impl::mu_
+    // Guarded by Impl::mu_:
+    std::deque<std::unique_ptr<Job>> ready;   // claimed, not started, in claim order
+    int running = 0;                          // handlers running
+    int claiming = 0;                         // rows the claim in progress may bring
+    int prefetch_goal = 0;                    // set by the dispatcher: jobs it wants claimed ahead
+    bool dispatcher_waiting = false;          // the dispatcher sleeps on slot_cv_ for room
+    std::uint64_t started = 0;                // handlers started, ever (the dispatcher's pace)
     metrics::Gauge* running_gauge = nullptr;  // awa_jobs_running{queue}; atomic itself
+    metrics::Gauge* prefetched_gauge = nullptr;  // awa_jobs_prefetched{queue}
     std::thread thread;
   };
 
@@ -84,6 +98,7 @@ struct Client::Impl {
 
     // Thread-safe (std::stop_source is).
     void request_stop() { stop_.request_stop(); }
+    bool stop_requested() const { return stop_.stop_requested(); }
     QueueState& queue_state() const { return queue_; }
     std::pair<JobId, std::int64_t> key() const { return {entry_.job_id, entry_.run_lease}; }
 
@@ -131,9 +146,18 @@ struct Client::Impl {
 
   // --- dispatch -------------------------------------------------------------------------
 
+  // How many rows the dispatcher of `q` should claim now, or 0 to wait: room for the
+  // workers that could start one of its jobs now plus its prefetch goal, less what it
+  // holds or is claiming; claimed once at least half of that is missing, so a busy
+  // queue claims in large batches and an idle one claims for a single free worker.
   // REQUIRES: mu_ held.
-  int free_slots(const QueueState& q) const {
-    return std::min(q.config.max_workers - q.inflight, cap_ - inflight_total_);
+  int claim_want(const QueueState& q) const {
+    const int slots =
+        std::max(0, std::min(q.config.max_workers - q.running, cap_ - running_total_));
+    const int goal = slots + q.prefetch_goal;
+    const int want =
+        std::min(goal - static_cast<int>(q.ready.size()) - q.claiming, q.config.claim_batch);
+    return want >= std::max(1, goal / 2) ? want : 0;
   }
 
   // Waits up to `d` or until stop; false when stopping.
@@ -141,13 +165,28 @@ struct Client::Impl {
 
   void dispatch(QueueState& q);
 
-  void give_back(QueueState& q, int n);
-
+  // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);
+
+  // Hands the unstarted jobs of every queue back to the database (stop()).
+  void release_prefetched();
 
   // --- workers --------------------------------------------------------------------------
 
   void work();
+
+  // A job a worker may start now (the queues in turn, each within its max_workers), taken
+  // off its queue's ready deque and counted as running; nullptr if none. Wakes the
+  // queue's dispatcher when that leaves it room to claim. REQUIRES: mu_ held.
+  Job* take_ready();
+
+  // REQUIRES: mu_ held.
+  void wake_dispatcher_if_room(QueueState& q) {
+    if (q.dispatcher_waiting && claim_want(q) > 0) {
+      q.dispatcher_waiting = false;
+      slot_cv_.notify_all();
+    }
+  }
 
   void run_job(Job& job);
 
@@ -197,15 +236,16 @@ struct Client::Impl {
   std::thread control_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;         // workers: a task is queued, or stop
-  std::condition_variable slot_cv_;         // dispatchers and stop(): a slot freed, or stop
-  std::condition_variable control_cv_;      // control thread: stop
-  std::deque<std::unique_ptr<Job>> tasks_;  // guarded by mu_
+  std::condition_variable work_cv_;     // workers: a job is ready, or stop
+  std::condition_variable slot_cv_;     // dispatchers and stop(): room to claim, idle, or stop
+  std::condition_variable control_cv_;  // control thread: stop
+  // Every claimed attempt from hand-off until its handler returns (or it is released).
   std::map<std::pair<JobId, std::int64_t>, Job*> running_;  // guarded by mu_
-  int inflight_total_ = 0;                                  // guarded by mu_
-  bool dispatch_stop_ = false;                              // guarded by mu_
-  bool workers_stop_ = false;                               // guarded by mu_
-  bool control_stop_ = false;                               // guarded by mu_
+  int running_total_ = 0;                                   // guarded by mu_
+  std::size_t next_queue_ = 0;  // take_ready's round-robin start; guarded by mu_
+  bool dispatch_stop_ = false;  // guarded by mu_
+  bool workers_stop_ = false;   // guarded by mu_
+  bool control_stop_ = false;   // guarded by mu_
 
   std::atomic<std::uint64_t> claimed_{0};
   std::atomic<std::uint64_t> completed_{0};
@@ -214,6 +254,7 @@ struct Client::Impl {
   std::atomic<std::uint64_t> snoozed_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> stale_{0};
+  std::atomic<std::uint64_t> released_{0};
 };
 
 }  // namespace awa

@@ -25,25 +25,52 @@ milliseconds unknown_kind_delay(const ClaimedEntry& e) {
 
 }  // namespace
 
+Client::Impl::Job* Client::Impl::take_ready() {
+  // After stop() begins nothing new starts: the unstarted jobs are handed back.
+  if (dispatch_stop_ || running_total_ >= cap_) return nullptr;
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    auto& q = *queues_[(next_queue_ + i) % queues_.size()];
+    if (q.ready.empty() || q.running >= q.config.max_workers) continue;
+    // The next search starts after this queue, so one busy queue cannot starve another.
+    next_queue_ = (next_queue_ + i + 1) % queues_.size();
+    Job* job = q.ready.front().release();
+    q.ready.pop_front();
+    ++q.running;
+    ++running_total_;
+    ++q.started;
+    wake_dispatcher_if_room(q);
+    return job;
+  }
+  return nullptr;
+}
+
 void Client::Impl::work() {
+  std::unique_lock lock(mu_);
   for (;;) {
-    std::unique_ptr<Job> job;
-    {
-      std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [&] { return workers_stop_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;
-      job = std::move(tasks_.front());
-      tasks_.pop_front();
+    Job* taken = nullptr;
+    work_cv_.wait(lock, [&] { return workers_stop_ || (taken = take_ready()) != nullptr; });
+    if (!taken) return;
+    const std::unique_ptr<Job> job(taken);
+    auto& q = job->queue_state();
+    lock.unlock();
+    q.prefetched_gauge->dec();
+    // An attempt closed while it waited (cancelled, rescued) is not started: its stop
+    // token fired, and its completion would be stale anyway.
+    if (!job->stop_requested()) {
+      q.running_gauge->inc();
+      run_job(*job);
+      q.running_gauge->dec();
+    } else {
+      spdlog::info("job {}: attempt {} closed before it started; skipped", job->job_id(),
+                   job->entry().run_lease);
     }
-    run_job(*job);
-    job->queue_state().running_gauge->dec();
-    {
-      std::lock_guard lock(mu_);
-      running_.erase(job->key());
-      --job->queue_state().inflight;
-      --inflight_total_;
-    }
-    slot_cv_.notify_all();
+    lock.lock();
+    running_.erase(job->key());
+    --q.running;
+    --running_total_;
+    wake_dispatcher_if_room(q);
+    // stop() waits for the last handler on slot_cv_.
+    if (dispatch_stop_) slot_cv_.notify_all();
   }
 }
 

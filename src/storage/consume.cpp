@@ -102,6 +102,7 @@ Consumer::Consumer(const std::string& quoted_schema)
     : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
+      release_sql_(sql::render(sql::file("queries/consume/release.sql"), quoted_schema)),
       heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
       rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)) {}
 
@@ -228,6 +229,23 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
 int Consumer::promote_due(pg::Connection& conn, int limit) const {
   if (limit < 1) throw InvalidArgument("promote_due: limit must be at least 1");
   return conn.exec_cached(promote_sql_, pg::make_params(static_cast<std::int64_t>(limit)))
+      .get<int>(0, 0);
+}
+
+int Consumer::release(pg::Connection& conn, std::span<const ClaimedEntry> entries,
+                      std::string_view reason) const {
+  if (entries.empty()) return 0;
+  ArrayLiteral batch, lane_seq, job_id;
+  for (const auto& e : entries) {
+    batch.add(e.claim_batch);
+    lane_seq.add(e.lane_seq);
+    job_id.add(e.job_id);
+  }
+  return conn
+      .exec_cached(
+          release_sql_,
+          pg::make_params(std::move(batch).finish(), std::move(lane_seq).finish(),
+                          std::move(job_id).finish(), storable_text(reason, kMaxErrorBytes)))
       .get<int>(0, 0);
 }
 

@@ -30,6 +30,8 @@ class Consumer {
   std::vector<CompletionResult> complete(pg::Connection& conn,
                                          std::span<const Completion> completions) const;
   int promote_due(pg::Connection& conn, int limit) const;
+  int release(pg::Connection& conn, std::span<const ClaimedEntry> entries,
+              std::string_view reason) const;
   std::vector<std::pair<JobId, std::int64_t>> heartbeat(
       pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const;
   std::vector<QueueStorage::Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
@@ -39,6 +41,7 @@ class Consumer {
   std::string claim_sql_;
   std::string complete_sql_;
   std::string promote_sql_;
+  std::string release_sql_;
   std::string heartbeat_sql_;
   std::string rescue_sql_;
 };

@@ -474,6 +474,11 @@ int QueueStorage::promote_due(pg::Connection& conn, int limit) {
   return impl_->consumer.promote_due(conn, limit);
 }
 
+int QueueStorage::release(pg::Connection& conn, std::span<const ClaimedEntry> entries,
+                          std::string_view reason) {
+  return impl_->consumer.release(conn, entries, reason);
+}
+
 std::vector<std::pair<JobId, std::int64_t>> QueueStorage::heartbeat(
     pg::Connection& conn, std::span<const Heartbeat> beats) {
   return impl_->consumer.heartbeat(conn, beats);

@@ -23,154 +23,10 @@
 #include "awa/admin.hpp"
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
-#include "storage_support.hpp"
-
-extern char** environ;
+#include "runtime_support.hpp"
 
 namespace awa::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-// Polls `pred` until it holds or `timeout` passes. The pause only paces the polling; the
-// outcome never depends on it.
-template <class Pred>
-bool eventually(Pred pred, milliseconds timeout, milliseconds step = milliseconds(20)) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (pred()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(step);
-  }
-}
-
-// An `awa work` child process; SIGKILLed and reaped on destruction whatever happens, and
-// its output printed when the test failed.
-class WorkerProcess {
- public:
-  WorkerProcess(const std::string& schema, std::vector<std::string> args)
-      : log_path_(::testing::TempDir() + "awa_work_" + schema + "_" + std::to_string(counter_++) +
-                  ".log") {
-    // These tests read the attempt history afterwards: no ring prune may remove it.
-    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema, "work", "--rotate-ms", "0"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : argv_s) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    // DATABASE_URL is inherited from the test's environment.
-    const int rc = posix_spawn(&pid_, AWA_CLI_PATH, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
-  }
-  ~WorkerProcess() {
-    kill9();
-    if (::testing::Test::HasFailure()) std::cerr << "--- " << log_path_ << ":\n" << log();
-  }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void kill9() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  // Sends SIGTERM and waits (bounded) for a graceful exit; returns the exit code or -1.
-  int terminate(milliseconds timeout) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    const bool exited = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
-                                   timeout, milliseconds(10));
-    if (!exited) return -1;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::string log() const {
-    std::ifstream in(log_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  static inline std::atomic<int> counter_{0};
-  std::string log_path_;
-  pid_t pid_ = -1;
-};
-
-class RuntimeTest : public StorageTest {
- protected:
-  ClientOptions options() const {
-    ClientOptions o;
-    o.database_url = database_url();
-    o.schema = schema_;
-    o.heartbeat_interval = milliseconds(200);
-    o.stale_after = seconds(30);
-    o.maintenance_interval = milliseconds(100);
-    // These tests read the attempt history afterwards, so no ring prune may remove it;
-    // rings_pgtest.cpp runs the runtime with rotation on.
-    o.ring_rotate_interval = milliseconds(0);
-    o.application_name = "awa_tests_runtime";
-    return o;
-  }
-
-  QueueConfig queue(const std::string& name, int workers) const {
-    QueueConfig q;
-    q.name = name;
-    q.max_workers = workers;
-    return q;
-  }
-
-  std::vector<JobId> enqueue(const std::string& q, int n, const std::string& kind = "noop",
-                             const nlohmann::json& args = nlohmann::json::object(),
-                             int max_attempts = 25) {
-    std::vector<JobId> ids;
-    for (int done = 0; done < n;) {
-      const int k = std::min(500, n - done);
-      InsertOpts o = on_queue(q);
-      o.max_attempts = max_attempts;
-      std::vector<NewJob> jobs(static_cast<std::size_t>(k), NewJob(kind, args, o));
-      const auto got = store_->insert_many_copy(conn(), jobs);
-      ids.insert(ids.end(), got.begin(), got.end());
-      done += k;
-    }
-    return ids;
-  }
-
-  // Terminal rows: completed, failed, cancelled, dlq ('retried', 'snoozed' and 'rescued'
-  // rows close an attempt, not the job).
-  std::int64_t terminal(const std::string& where = "true") {
-    return count(
-        "SELECT count(*) FROM attempt_outcomes WHERE state IN "
-        "('completed','failed','cancelled','dlq') "
-        "AND " +
-        where);
-  }
-
-  // The os pid of the `awa work` process holding this schema's leader lock, or 0.
-  int leader_os_pid() {
-    const auto r = conn().query(
-        "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-        "WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 1279607108 "
-        "AND l.objsubid = 2 AND l.classid = hashtext($1)::oid "
-        "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-        schema_);
-    if (r.rows() == 0) return 0;
-    const auto app = r.get<std::string>(0, 0);
-    const std::string prefix = "awa-work-";
-    if (app.rfind(prefix, 0) != 0) return -1;  // held by something else (an in-process client)
-    return std::stoi(app.substr(prefix.size()));
-  }
-};
 
 TEST_F(RuntimeTest, TenThousandJobsOverFourShardsFinishExactlyOnce) {
   set_shards("bulk", 4);
@@ -395,8 +251,10 @@ TEST_F(RuntimeTest, GracefulShutdownUnderLoadLosesNothing) {
     const auto s = first.stats();
     EXPECT_LT(s.completed, static_cast<std::uint64_t>(kJobs));
     EXPECT_EQ(s.running, 0);
-    // Every handler that ran reported, and every report reached the database.
-    EXPECT_EQ(s.claimed, s.completed + s.retried + s.stale_completions);
+    EXPECT_EQ(s.prefetched, 0);
+    // Every handler that ran reported, every report reached the database, and every
+    // claimed job that never started was handed back.
+    EXPECT_EQ(s.claimed, s.completed + s.retried + s.stale_completions + s.released);
   }
   {
     Client second(o);
