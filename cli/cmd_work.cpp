@@ -48,6 +48,7 @@ struct WorkArgs {
   long rotate_ms = 5000;
   long shutdown_timeout_ms = 10000;
   long poll_ms = 1000;
+  int max_prefetch = QueueConfig{}.max_prefetch;
   bool no_maintenance = false;
   bool no_migrate = false;
 };
@@ -164,6 +165,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   for (const auto& spec : a.queues) {
     auto q = parse_queue(spec);
     q.poll_interval = std::chrono::milliseconds(a.poll_ms);
+    q.max_prefetch = a.max_prefetch;
     client.add_queue(std::move(q));
   }
 
@@ -216,6 +218,10 @@ void add_work(CLI::App& app, Context& ctx) {
                   "grace period for in-flight handlers at stop")
       ->capture_default_str();
   cmd->add_option("--poll-ms", a->poll_ms, "fallback poll when no notification arrives")
+      ->capture_default_str();
+  cmd->add_option("--max-prefetch", a->max_prefetch,
+                  "per queue: jobs claimed ahead of free workers at most (0: none)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--no-maintenance", a->no_maintenance, "never run maintenance in this process");
   cmd->add_flag("--no-migrate", a->no_migrate, "do not migrate the schema at start");

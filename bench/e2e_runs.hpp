@@ -1,0 +1,50 @@
+// scripts/bench e2e's runs (see e2e.cpp for what each measures): the whole runtime
+// (awa::Client in this process) under a fixed offered load, or draining a seeded queue.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "awa/client.hpp"
+#include "bench_common.hpp"
+#include "pg/connection.hpp"
+
+namespace awa::bench {
+
+inline constexpr std::chrono::milliseconds kDepthInterval{500};
+inline constexpr std::int64_t kMaxJobs = 10'000'000;
+
+struct E2eSetup {
+  int rate = 500;     // rate: jobs/s offered
+  int seconds = 20;   // rate: seconds of offered load
+  int workers = 32;   // the queue's max_workers
+  int producers = 1;  // rate: producer threads (connections) sharing the schedule
+  int batch = 1;      // rate: jobs per insert call
+  int jobs = 100000;  // drain: jobs seeded
+  int shards = 4;     // the queue's enqueue_shards
+};
+
+struct DepthSample {
+  double t_s = 0;
+  std::int64_t available = 0;
+};
+
+struct RunResult {
+  std::int64_t jobs = 0;     // measured jobs (enqueued in rate mode, seeded in drain mode)
+  double offered_per_s = 0;  // rate mode: jobs / producer wall time
+  double producer_max_late_ms = 0;
+  double elapsed_s = 0;  // first enqueue (or start()) -> last completion reported
+  double completed_per_s = 0;
+  std::optional<Percentiles> pickup_ms;
+  std::optional<Percentiles> e2e_ms;
+  std::int64_t early = 0;  // handler started before the insert call returned
+  std::vector<DepthSample> depth;
+  ClientStats stats;
+};
+
+RunResult run_rate(pg::Connection& admin, const E2eSetup& o);
+RunResult run_drain(pg::Connection& admin, const E2eSetup& o);
+
+}  // namespace awa::bench
