@@ -255,9 +255,14 @@ int run_compare(pg::Connection& admin, const Options& o, const MachineInfo& mach
     runtime.push_back(rt.completed_per_s);
     storage.push_back(sg.jobs_per_s);
     ratio.push_back(rt.completed_per_s / sg.jobs_per_s);
-    fmt::print("run {}: runtime {} jobs/s, storage {} jobs/s, runtime/storage {:.2f}; load {}\n",
-               i + 1, thousands(runtime.back()), thousands(storage.back()), ratio.back(),
-               loadavg());
+    fmt::print(
+        "run {}: runtime {} jobs/s ({} claims of {:.0f} rows, {:.2f} ms; {} flushes of {:.0f} "
+        "rows, {:.2f} ms), storage {} jobs/s, runtime/storage {:.2f}; load {}\n",
+        i + 1, thousands(runtime.back()), rt.claims,
+        static_cast<double>(st.jobs) / static_cast<double>(std::max<std::uint64_t>(rt.claims, 1)),
+        rt.claim_ms_mean, rt.flushes,
+        static_cast<double>(st.jobs) / static_cast<double>(std::max<std::uint64_t>(rt.flushes, 1)),
+        rt.flush_ms_mean, thousands(storage.back()), ratio.back(), loadavg());
     per_run.push_back({{"runtime_per_s", runtime.back()},
                        {"storage_per_s", storage.back()},
                        {"runtime_vs_storage", ratio.back()}});
@@ -407,6 +412,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", st.batch, "rate mode: jobs per insert call")->capture_default_str();
   app.add_option("--jobs", st.jobs, "drain, compare, ladder: jobs seeded")->capture_default_str();
   app.add_option("--shards", st.shards, "the queue's enqueue_shards")->capture_default_str();
+  app.add_option("--claimers", st.claimers,
+                 "the queue's claim connections (QueueConfig::claimers; 0: its default)")
+      ->check(CLI::Range(0, 8))
+      ->capture_default_str();
   app.add_option("--runs", o.runs, "runs (medians reported)")->capture_default_str();
   app.add_option("--json", o.json_path, "write results as JSON");
   CLI11_PARSE(app, argc, argv);

@@ -13,12 +13,35 @@
 
 #include "awa/connection.hpp"
 #include "awa/job.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "drain_cells.hpp"
 #include "schema/migrator.hpp"
 
 namespace awa::bench {
 namespace {
+
+// Claim and completion-flush counts and time, from the engine's metrics (this process).
+struct EngineSnapshot {
+  metrics::Histogram::Snapshot claim;
+  metrics::Histogram::Snapshot flush;
+  static EngineSnapshot take(std::string_view queue) {
+    auto& m = metrics::engine();
+    return {m.claim_duration_seconds.with({std::string(queue)}).snapshot(),
+            m.completion_flush_seconds.with({}).snapshot()};
+  }
+};
+
+void record_engine(RunResult& r, const EngineSnapshot& before, const EngineSnapshot& after) {
+  const auto mean_ms = [](const auto& a, const auto& b) {
+    const auto n = a.count - b.count;
+    return n == 0 ? 0.0 : (a.sum - b.sum) * 1000.0 / static_cast<double>(n);
+  };
+  r.claims = after.claim.count - before.claim.count;
+  r.claim_ms_mean = mean_ms(after.claim, before.claim);
+  r.flushes = after.flush.count - before.flush.count;
+  r.flush_ms_mean = mean_ms(after.flush, before.flush);
+}
 
 using std::chrono::duration;
 using std::chrono::milliseconds;
@@ -111,10 +134,11 @@ void prepare_schema(pg::Connection& admin, const ScopedSchema& schema, int shard
       std::string(kQueue), shards);
 }
 
-QueueConfig queue_config(int workers) {
+QueueConfig queue_config(const E2eSetup& o) {
   QueueConfig q;
   q.name = std::string(kQueue);
-  q.max_workers = workers;
+  q.max_workers = o.workers;
+  if (o.claimers > 0) q.claimers = o.claimers;
   return q;
 }
 
@@ -150,7 +174,7 @@ RunResult run_rate(pg::Connection& admin, const E2eSetup& o) {
     }
     return JobResult::completed();
   });
-  client.add_queue(queue_config(o.workers));
+  client.add_queue(queue_config(o));
   client.start();
 
   QueueStorage store(StorageOptions{schema.name()});
@@ -279,9 +303,10 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
 
   Client client(client_options(schema.name()));
   client.register_worker(std::string(kKind), [](JobContext&) { return JobResult::completed(); });
-  client.add_queue(queue_config(o.workers));
+  client.add_queue(queue_config(o));
 
   RunResult r;
+  const auto engine0 = EngineSnapshot::take(kQueue);
   const auto t0 = Clock::now();
   DepthSampler depth(schema.quoted(), t0);
   client.start();
@@ -301,6 +326,7 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
     throw std::runtime_error(fmt::format("drain: {} completed of {}, {} stale", completed, o.jobs,
                                          r.stats.stale_completions));
   }
+  record_engine(r, engine0, EngineSnapshot::take(kQueue));
   r.jobs = o.jobs;
   r.elapsed_s = duration<double>(*done - t0).count();
   r.completed_per_s = static_cast<double>(o.jobs) / r.elapsed_s;

@@ -24,6 +24,7 @@ struct E2eSetup {
   int batch = 1;      // rate: jobs per insert call
   int jobs = 100000;  // drain: jobs seeded
   int shards = 4;     // the queue's enqueue_shards
+  int claimers = 0;   // the queue's claim connections (0: QueueConfig's default)
 };
 
 struct DepthSample {
@@ -42,6 +43,11 @@ struct RunResult {
   std::int64_t early = 0;  // handler started before the insert call returned
   std::vector<DepthSample> depth;
   ClientStats stats;
+  // The engine's metrics over the run (this process's claims and completion flushes).
+  std::uint64_t claims = 0;
+  double claim_ms_mean = 0;
+  std::uint64_t flushes = 0;
+  double flush_ms_mean = 0;
 };
 
 RunResult run_rate(pg::Connection& admin, const E2eSetup& o);

@@ -125,6 +125,10 @@ struct QueueConfig {
   // heartbeated like running ones, shown as awa_jobs_prefetched{queue}, and handed back
   // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default: 512.
   int max_prefetch = 512;
+  // Claim connections: the first LISTENs and claims on notifications; the others claim
+  // too while the queue is busy, so claims of several lanes (shards, priorities) run at
+  // once. Each is a dedicated connection. 1..8. Default: 2.
+  int claimers = 2;
   // Fallback poll when no notification arrives. Default: 1 s.
   std::chrono::milliseconds poll_interval{1000};
   // Hard deadline per attempt; rescued after it. Default: none.
@@ -162,6 +166,8 @@ struct ClientOptions {
   // Completion batcher. Defaults: 512 rows or 1 ms.
   std::size_t completion_batch = 512;
   std::chrono::microseconds completion_flush{1000};
+  // Completion flushes in flight at once (each on a pool connection). Default: 2.
+  int completion_writers = 2;
   // Run the maintenance leader election in this process. Default: true.
   bool maintenance = true;
   // application_name of every connection the client opens (shows in pg_stat_activity,

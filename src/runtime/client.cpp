@@ -34,6 +34,8 @@ Client::Impl::Impl(ClientOptions o)
   sql::quote_schema(options_.schema);  // InvalidArgument for a bad name, before start()
   if (options_.pool_size < 1) throw InvalidArgument("ClientOptions: pool_size must be >= 1");
   if (options_.max_workers < 0) throw InvalidArgument("ClientOptions: max_workers must be >= 0");
+  if (options_.completion_writers < 1)
+    throw InvalidArgument("ClientOptions: completion_writers must be >= 1");
   if (options_.heartbeat_interval.count() <= 0 || options_.stale_after.count() <= 0 ||
       options_.maintenance_interval.count() <= 0 || options_.shutdown_timeout.count() < 0 ||
       options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0) {
@@ -58,6 +60,8 @@ void Client::Impl::add_queue(QueueConfig config) {
   if (config.max_workers < 1) throw InvalidArgument("add_queue: max_workers must be >= 1");
   if (config.claim_batch < 1) throw InvalidArgument("add_queue: claim_batch must be >= 1");
   if (config.max_prefetch < 0) throw InvalidArgument("add_queue: max_prefetch must be >= 0");
+  if (config.claimers < 1 || config.claimers > 8)
+    throw InvalidArgument("add_queue: claimers must be 1..8");
   if (config.poll_interval.count() <= 0)
     throw InvalidArgument("add_queue: poll_interval must be positive");
   for (const auto& q : queues_) {
@@ -99,6 +103,7 @@ void Client::Impl::start() {
   runtime::CompletionBatcherOptions bo;
   bo.max_batch = options_.completion_batch;
   bo.flush_interval = options_.completion_flush;
+  bo.writers = options_.completion_writers;
   batcher_ = std::make_unique<runtime::CompletionBatcher>(
       *pool_, *store_, bo,
       [this](const Completion& c, const CompletionResult& r) { count_result(c, r); });
@@ -107,7 +112,9 @@ void Client::Impl::start() {
     control_ = std::thread([this] { control(); });
     for (auto& q : queues_) {
       QueueState* qs = q.get();
-      qs->thread = std::thread([this, qs] { dispatch(*qs); });
+      qs->threads.emplace_back([this, qs] { dispatch(*qs); });
+      for (int i = 1; i < qs->config.claimers; ++i)
+        qs->threads.emplace_back([this, qs] { help_dispatch(*qs); });
     }
     if (options_.maintenance) {
       runtime::MaintenanceOptions mo;
@@ -151,10 +158,10 @@ void Client::Impl::shutdown() {
   }
   slot_cv_.notify_all();
   for (auto& q : queues_) {
-    if (q->thread.joinable()) wake(q->wake_channel);
+    if (!q->threads.empty()) wake(q->wake_channel);
   }
   for (auto& q : queues_) {
-    if (q->thread.joinable()) q->thread.join();
+    for (auto& t : q->threads) t.join();
   }
   // 2. Prefetched jobs go back to the queue at once, for any worker to claim.
   release_prefetched();

@@ -4,8 +4,10 @@
 // (heartbeats and cancellation).
 //
 // Threads, and what each owns:
-//   - one dispatcher per queue: a dedicated connection that LISTENs on "awa:<queue>" and
-//     on a private wake channel, and claims on that same connection;
+//   - QueueConfig::claimers dispatchers ("claimers") per queue, each on a dedicated
+//     connection: the first LISTENs on "awa:<queue>" and on a private wake channel and
+//     claims on that same connection; the others claim only while the queue is busy
+//     (the last claim brought rows), so claims of several lanes overlap;
 //   - `cap` worker threads running handlers (cap = ClientOptions::max_workers, or the
 //     sum of the queues' max_workers), fed from the queues' ready deques;
 //   - a control thread: a dedicated connection LISTENing on "awa:cancel" (and a private
@@ -47,6 +49,7 @@
 #include "awa/client.hpp"
 #include "awa/metrics.hpp"
 #include "pg/pool.hpp"
+#include "runtime/claim_pace.hpp"
 #include "runtime/completion_batcher.hpp"
 #include "runtime/maintenance_leader.hpp"
 
@@ -68,15 +71,18 @@ struct Client::Impl {
     std::string channel;       // notify_channel(queue): producers notify it
     std::string wake_channel;  // private to this dispatcher: stop() wakes it there
     // Guarded by Impl::mu_:
-    std::deque<std::unique_ptr<Job>> ready;   // claimed, not started, in claim order
-    int running = 0;                          // handlers running
-    int claiming = 0;                         // rows the claim in progress may bring
-    int prefetch_goal = 0;                    // set by the dispatcher: jobs it wants claimed ahead
-    bool dispatcher_waiting = false;          // the dispatcher sleeps on slot_cv_ for room
-    std::uint64_t started = 0;                // handlers started, ever (the dispatcher's pace)
-    metrics::Gauge* running_gauge = nullptr;  // awa_jobs_running{queue}; atomic itself
+    std::deque<std::unique_ptr<Job>> ready;  // claimed, not started, in claim order
+    int running = 0;                         // handlers running
+    int claiming = 0;                        // rows the claims in progress may bring
+    runtime::ClaimPace pace;                 // the queue's start rate and claim time
+    int prefetch_goal = 0;                   // pace.goal(max_prefetch), kept current
+    bool busy = false;            // the last claim brought rows: helper claimers may claim
+    int waiting_claimers = 0;     // claimers asleep on slot_cv_ for room
+    bool claimers_woken = false;  // slot_cv_ notified for them, not yet seen
+    std::uint64_t started = 0;    // handlers started, ever (the pace's input)
+    metrics::Gauge* running_gauge = nullptr;     // awa_jobs_running{queue}; atomic itself
     metrics::Gauge* prefetched_gauge = nullptr;  // awa_jobs_prefetched{queue}
-    std::thread thread;
+    std::vector<std::thread> threads;            // its claimers; [0] LISTENs
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -146,24 +152,35 @@ struct Client::Impl {
 
   // --- dispatch -------------------------------------------------------------------------
 
-  // How many rows the dispatcher of `q` should claim now, or 0 to wait: room for the
-  // workers that could start one of its jobs now plus its prefetch goal, less what it
-  // holds or is claiming; claimed once at least half of that is missing, so a busy
-  // queue claims in large batches and an idle one claims for a single free worker.
-  // REQUIRES: mu_ held.
+  // How many rows a claimer of `q` should claim now, or 0 to wait: room for the workers
+  // that could start one of its jobs now plus its prefetch goal, less what it holds or
+  // is claiming; claimed once at least 1/(2 x claimers) of that is missing, so a busy
+  // queue claims in large batches (its claimers staggered) and an idle one claims for a
+  // single free worker. REQUIRES: mu_ held.
   int claim_want(const QueueState& q) const {
     const int slots =
         std::max(0, std::min(q.config.max_workers - q.running, cap_ - running_total_));
-    const int goal = slots + q.prefetch_goal;
+    const int target = slots + q.prefetch_goal;
     const int want =
-        std::min(goal - static_cast<int>(q.ready.size()) - q.claiming, q.config.claim_batch);
-    return want >= std::max(1, goal / 2) ? want : 0;
+        std::min(target - static_cast<int>(q.ready.size()) - q.claiming, q.config.claim_batch);
+    return want >= std::max(1, target / (2 * q.config.claimers)) ? want : 0;
   }
 
   // Waits up to `d` or until stop; false when stopping.
   bool pause_dispatch(std::chrono::milliseconds d);
 
+  // Claimer 0 of a queue: LISTENs, claims on notifications, polls.
   void dispatch(QueueState& q);
+  // Claimers 1..: claim on their own connections while the queue is busy, so claims of
+  // several lanes run at once.
+  void help_dispatch(QueueState& q);
+
+  // Reserves a claim: the rows `q` wants now, or 0 (then the caller waits). REQUIRES: mu_.
+  int reserve_claim(QueueState& q);
+  // One claim on `conn` (opened if needed), at most `want` rows, handed to the workers.
+  // Returns rows claimed, or nullopt after an error (the reservation is dropped).
+  std::optional<int> claim_into(QueueState& q, std::optional<pg::Connection>& conn, int want,
+                                bool listen);
 
   // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);
@@ -180,10 +197,10 @@ struct Client::Impl {
   // queue's dispatcher when that leaves it room to claim. REQUIRES: mu_ held.
   Job* take_ready();
 
-  // REQUIRES: mu_ held.
+  // One wake-up per claim cycle, not one per job. REQUIRES: mu_ held.
   void wake_dispatcher_if_room(QueueState& q) {
-    if (q.dispatcher_waiting && claim_want(q) > 0) {
-      q.dispatcher_waiting = false;
+    if (q.waiting_claimers > 0 && !q.claimers_woken && claim_want(q) > 0) {
+      q.claimers_woken = true;
       slot_cv_.notify_all();
     }
   }

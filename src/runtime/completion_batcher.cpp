@@ -12,7 +12,8 @@ CompletionBatcher::CompletionBatcher(pg::Pool& pool, QueueStorage& store,
                                      CompletionBatcherOptions options, ResultCallback on_result)
     : pool_(pool), store_(store), options_(options), on_result_(std::move(on_result)) {
   if (options_.max_batch == 0) throw InvalidArgument("completion batcher: max_batch must be > 0");
-  thread_ = std::thread([this] { run(); });
+  if (options_.writers < 1) throw InvalidArgument("completion batcher: writers must be >= 1");
+  for (int i = 0; i < options_.writers; ++i) threads_.emplace_back([this] { run(); });
 }
 
 CompletionBatcher::~CompletionBatcher() {
@@ -21,7 +22,7 @@ CompletionBatcher::~CompletionBatcher() {
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
 void CompletionBatcher::submit(Completion completion) {
@@ -46,8 +47,8 @@ void CompletionBatcher::flush() {
   std::unique_lock lock(mu_);
   const auto target = submitted_;
   flush_target_ = std::max(flush_target_, target);
-  wake_.notify_one();
-  done_.wait(lock, [&] { return finished_ >= target; });
+  wake_.notify_all();
+  done_.wait(lock, [&] { return done_below() >= target; });
 }
 
 CompletionBatcher::Stats CompletionBatcher::stats() const {
@@ -68,18 +69,23 @@ void CompletionBatcher::run() {
     // flush() is waiting, or we are stopping.
     const auto deadline = oldest_ + options_.flush_interval;
     wake_.wait_until(lock, deadline, [&] {
-      return stopping_ || pending_.size() >= options_.max_batch || flush_target_ > finished_ ||
+      return stopping_ || pending_.size() >= options_.max_batch || flush_target_ > taken_ ||
              std::chrono::steady_clock::now() >= deadline;
     });
+    // Another writer may have taken the rows meanwhile.
+    if (pending_.empty()) continue;
     const auto n = std::min(pending_.size(), options_.max_batch);
     batch.assign(std::make_move_iterator(pending_.begin()),
                  std::make_move_iterator(pending_.begin() + static_cast<std::ptrdiff_t>(n)));
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
     if (!pending_.empty()) oldest_ = std::chrono::steady_clock::now();
+    const auto first = taken_;
+    taken_ += n;
+    const auto flight = in_flight_.insert(first);
     lock.unlock();
     write(batch);
     lock.lock();
-    finished_ += n;
+    in_flight_.erase(flight);
     done_.notify_all();
   }
 }

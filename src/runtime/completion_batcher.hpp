@@ -1,10 +1,14 @@
 // Group commit for handler results (DESIGN.md §7, ADR-025's batcher defaults).
 //
-// Workers submit() completions and go back to work at once; a background thread writes
-// them with QueueStorage::complete — one fused statement, one transaction per flush —
-// when max_batch rows are waiting or flush_interval has passed since the oldest waiting
-// row, whichever comes first. The shape is LevelDB's group commit: many writers, one
-// writer thread, one durable write per group.
+// Workers submit() completions and go back to work at once; background writer threads
+// write them with QueueStorage::complete — one fused statement, one transaction per
+// flush — when max_batch rows are waiting or flush_interval has passed since the oldest
+// waiting row, whichever comes first. The shape is LevelDB's group commit: many
+// submitters, few writers, one durable write per group. With more than one writer, a
+// flush waiting for its commit (the WAL fsync) no longer holds up the next one, and the
+// server can fold their commits into one fsync; completions are independent of each
+// other, so their order does not matter (close_attempts locks each flush's batches in
+// ascending order, so concurrent flushes never deadlock).
 //
 // A flush that fails with a retryable error (lost connection, server restart,
 // serialization failure) is retried with the same rows, with a growing pause, for up to
@@ -25,8 +29,10 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
@@ -43,11 +49,14 @@ struct CompletionBatcherOptions {
   // to rescue. Longer than a typical server restart; shorter than the stale timeout is
   // pointless to exceed, since rescue closes the attempts after it. Default: 30 s.
   std::chrono::milliseconds retry_for{30000};
+  // Writer threads (flushes in flight at once). Default: 1.
+  int writers = 1;
 };
 
 class CompletionBatcher {
  public:
-  // Called on the batcher thread once per submitted completion, after its flush.
+  // Called on a writer thread once per submitted completion, after its flush; with
+  // several writers, concurrently.
   using ResultCallback = std::function<void(const Completion&, const CompletionResult&)>;
 
   struct Stats {
@@ -90,12 +99,17 @@ class CompletionBatcher {
   std::condition_variable done_;                    // flush(): progress made
   std::deque<Completion> pending_;                  // guarded by mu_
   std::chrono::steady_clock::time_point oldest_{};  // guarded by mu_
-  std::uint64_t submitted_ = 0;                     // guarded by mu_
-  std::uint64_t finished_ = 0;                      // guarded by mu_
-  std::uint64_t flush_target_ = 0;  // a flush() waits for finished_ >= this; guarded by mu_
-  Stats stats_;                     // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
-  std::thread thread_;
+  // Rows are numbered in submission order. Guarded by mu_:
+  std::uint64_t submitted_ = 0;             // rows submitted
+  std::uint64_t taken_ = 0;                 // rows taken by writers (pending_ starts here)
+  std::multiset<std::uint64_t> in_flight_;  // first row number of each batch being written
+  std::uint64_t flush_target_ = 0;          // a flush() waits for done_below() >= this
+  Stats stats_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+
+  // Every row numbered below this is written (or dropped). REQUIRES: mu_ held.
+  std::uint64_t done_below() const { return in_flight_.empty() ? taken_ : *in_flight_.begin(); }
 };
 
 }  // namespace awa::runtime

@@ -2,8 +2,6 @@
 // the free workers and a prefetch buffer sized by the pace of the workers.
 #include "runtime/client_impl.hpp"
 
-#include <cmath>
-
 #include <spdlog/spdlog.h>
 
 namespace awa {
@@ -21,50 +19,6 @@ using std::chrono::milliseconds;
 constexpr milliseconds kQuickRetries[] = {milliseconds(5), milliseconds(25)};
 constexpr std::size_t kNoQuickRetry = std::size(kQuickRetries);
 
-// The prefetch goal: jobs the workers start per millisecond times the claim round trip,
-// both smoothed (weight of the newest sample), doubled because the dispatcher claims
-// when half the goal is gone — so what a claim brings lasts about one round trip, the
-// time the next claim takes. Starts are measured over windows of at least kMinWindow.
-constexpr double kSmoothing = 0.5;
-constexpr double kGoalFactor = 2.0;
-constexpr auto kMinWindow = std::chrono::microseconds(2000);
-
-class Pace {
- public:
-  // After a claim that took `took` and brought rows; `started` = the queue's starts so far.
-  void claimed(Clock::duration took, std::uint64_t started) {
-    const double ms = std::chrono::duration<double, std::milli>(took).count();
-    claim_ms_ = claim_ms_ == 0 ? ms : claim_ms_ + kSmoothing * (ms - claim_ms_);
-    observe(started);
-  }
-  // The workers' pace is also read when no claim was needed for a while.
-  void observe(std::uint64_t started) {
-    const auto now = Clock::now();
-    if (!since_) {
-      since_ = now;
-      started_since_ = started;
-      return;
-    }
-    const auto window = now - *since_;
-    if (window < kMinWindow) return;
-    const double per_ms = static_cast<double>(started - started_since_) /
-                          std::chrono::duration<double, std::milli>(window).count();
-    per_ms_ += kSmoothing * (per_ms - per_ms_);
-    since_ = now;
-    started_since_ = started;
-  }
-  int goal(int max_prefetch) const {
-    const double g = std::ceil(kGoalFactor * per_ms_ * claim_ms_);
-    return static_cast<int>(std::min(g, static_cast<double>(max_prefetch)));
-  }
-
- private:
-  double per_ms_ = 0;
-  double claim_ms_ = 0;
-  std::optional<Clock::time_point> since_;
-  std::uint64_t started_since_ = 0;
-};
-
 }  // namespace
 
 bool Client::Impl::pause_dispatch(milliseconds d) {
@@ -72,71 +26,101 @@ bool Client::Impl::pause_dispatch(milliseconds d) {
   return !slot_cv_.wait_for(lock, d, [&] { return dispatch_stop_; });
 }
 
+int Client::Impl::reserve_claim(QueueState& q) {
+  q.pace.observe(q.started, Clock::now());
+  q.prefetch_goal = q.pace.goal(q.config.max_prefetch);
+  const int want = claim_want(q);
+  q.claiming += want;
+  return want;
+}
+
+std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Connection>& conn,
+                                            int want, bool listen) {
+  std::vector<ClaimedEntry> claimed;
+  Clock::duration took{};
+  try {
+    if (!conn || !conn->ok()) {
+      conn.reset();
+      conn.emplace(pg::Connection::connect(connect_options()));
+      if (listen) {
+        conn->listen(q.channel);
+        conn->listen(q.wake_channel);
+        spdlog::debug("dispatcher {}: listening", q.config.name);
+      }
+    }
+    // Wake-ups that arrived before this claim are answered by it; dropping them saves
+    // an empty claim. One arriving during the claim is kept and wakes the wait after it.
+    if (listen) {
+      while (conn->wait_notification(milliseconds(0))) {
+      }
+    }
+    QueueStorage::ClaimOptions copts;
+    copts.max_batch = want;
+    copts.deadline = q.config.deadline;
+    copts.aging = q.config.priority_aging;
+    const auto t0 = Clock::now();
+    claimed = store_->claim(*conn, q.config.name, copts);
+    took = Clock::now() - t0;
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lock(mu_);
+      q.claiming -= want;
+    }
+    spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
+    if (conn && !conn->ok()) conn.reset();
+    return std::nullopt;
+  }
+  const int n = static_cast<int>(claimed.size());
+  hand_off(q, claimed, want);
+  std::lock_guard lock(mu_);
+  if (n > 0) {
+    q.pace.claimed(took, q.started, Clock::now());
+    q.prefetch_goal = q.pace.goal(q.config.max_prefetch);
+    if (!q.busy) {
+      q.busy = true;
+      slot_cv_.notify_all();  // the helper claimers
+    }
+  } else {
+    q.busy = false;
+  }
+  // This claim's reservation is gone: another claimer may now have room (claimer 0 must
+  // not sleep on slot_cv_ while notifications wait on its socket).
+  wake_dispatcher_if_room(q);
+  return n;
+}
+
 void Client::Impl::dispatch(QueueState& q) {
   std::optional<pg::Connection> conn;
   auto backoff = kMinBackoff;
   std::size_t quick = 0;
-  Pace pace;
-  QueueStorage::ClaimOptions copts;
-  copts.deadline = q.config.deadline;
-  copts.aging = q.config.priority_aging;
   for (;;) {
     int want = 0;
     {
       std::unique_lock lock(mu_);
       // Workers wake us when they leave room to claim (wake_dispatcher_if_room); the
       // timeout only bounds the wait should a wake-up be missed.
-      while (!dispatch_stop_ && (want = claim_want(q)) == 0) {
-        q.dispatcher_waiting = true;
+      while (!dispatch_stop_ && (want = reserve_claim(q)) == 0) {
+        ++q.waiting_claimers;
         slot_cv_.wait_for(lock, q.config.poll_interval);
-        q.dispatcher_waiting = false;
-        pace.observe(q.started);
-        q.prefetch_goal = pace.goal(q.config.max_prefetch);
+        --q.waiting_claimers;
+        q.claimers_woken = false;
       }
-      if (dispatch_stop_) break;
-      q.claiming = want;
+      if (dispatch_stop_) {
+        q.claiming -= want;
+        break;
+      }
     }
-    std::vector<ClaimedEntry> claimed;
-    Clock::duration took{};
-    try {
-      if (!conn || !conn->ok()) {
-        conn.reset();
-        conn.emplace(pg::Connection::connect(connect_options()));
-        conn->listen(q.channel);
-        conn->listen(q.wake_channel);
-        spdlog::debug("dispatcher {}: listening", q.config.name);
-      }
-      // Wake-ups that arrived before this claim are answered by it; dropping them saves
-      // an empty claim. One arriving during the claim is kept and wakes the wait below.
-      while (conn->wait_notification(milliseconds(0))) {
-      }
-      copts.max_batch = want;
-      const auto t0 = Clock::now();
-      claimed = store_->claim(*conn, q.config.name, copts);
-      took = Clock::now() - t0;
-      backoff = kMinBackoff;
-    } catch (const std::exception& e) {
-      {
-        std::lock_guard lock(mu_);
-        q.claiming = 0;
-      }
-      spdlog::warn("dispatcher {}: {} (retrying in {} ms)", q.config.name, e.what(),
-                   backoff.count());
-      if (conn && !conn->ok()) conn.reset();
+    const auto got = claim_into(q, conn, want, true);
+    if (!got) {
+      spdlog::info("dispatcher {}: retrying in {} ms", q.config.name, backoff.count());
       if (!pause_dispatch(backoff)) break;
       backoff = std::min(backoff * 2, kMaxBackoff);
       continue;
     }
-    const bool got_some = !claimed.empty();
-    hand_off(q, claimed, want);
-    if (got_some) {
-      std::lock_guard lock(mu_);
-      pace.claimed(took, q.started);
-      q.prefetch_goal = pace.goal(q.config.max_prefetch);
-    }
+    backoff = kMinBackoff;
     // claim_ready_runtime drains one lane per call: rows on other lanes may be waiting,
     // so any success means "claim again", not just a full batch.
-    if (got_some) {
+    if (*got > 0) {
       quick = 0;
       continue;
     }
@@ -156,6 +140,35 @@ void Client::Impl::dispatch(QueueState& q) {
     }
   }
   spdlog::debug("dispatcher {}: stopped", q.config.name);
+}
+
+void Client::Impl::help_dispatch(QueueState& q) {
+  std::optional<pg::Connection> conn;
+  auto backoff = kMinBackoff;
+  for (;;) {
+    int want = 0;
+    {
+      std::unique_lock lock(mu_);
+      // Asleep while the queue is idle: claimer 0 alone answers notifications, so an
+      // idle queue costs one claim per wake-up, not one per claimer.
+      while (!dispatch_stop_ && (!q.busy || (want = reserve_claim(q)) == 0)) {
+        ++q.waiting_claimers;
+        slot_cv_.wait_for(lock, q.config.poll_interval);
+        --q.waiting_claimers;
+        q.claimers_woken = false;
+      }
+      if (dispatch_stop_) {
+        q.claiming -= want;
+        break;
+      }
+    }
+    if (!claim_into(q, conn, want, false)) {
+      if (!pause_dispatch(backoff)) break;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      continue;
+    }
+    backoff = kMinBackoff;
+  }
 }
 
 void Client::Impl::hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved) {
