@@ -11,6 +11,11 @@
 // A second, diagnostic ceiling adds to the plain INSERT the pg_notify statement that the
 // enqueue path sends with every batch, to show what the notification alone costs.
 //
+// With --batch 1 (single-job enqueue: one insert() call, one job, its own transaction) a
+// third reference is measured: raw single-row commits, i.e. the same producers each
+// sending one plain `INSERT ... VALUES` per transaction into the plain table. That is
+// what this server can commit one row at a time, and the yardstick of single-job enqueue.
+//
 // Cells are interleaved across runs (run 1: ceilings, S=1, S=2, ...; run 2: ...) so that
 // drift (other load, checkpoints, caches) hits every cell alike. Each cell gets a fresh
 // schema and fresh connections; warm-up (connect, prepare, create the lanes) is not timed.
@@ -62,6 +67,10 @@ constexpr std::string_view kPlainInsert =
     "SELECT $1, $2, t.kind, t.args, t.max_attempts, coalesce(t.run_at, now()), now() "
     "FROM unnest($3::text[], $4::jsonb[], $5::smallint[], $6::timestamptz[]) "
     "AS t(kind, args, max_attempts, run_at)";
+// The raw single-row commit: one row, one statement, one (implicit) transaction.
+constexpr std::string_view kPlainInsertOne =
+    "INSERT INTO {0}.plain_jobs (queue, priority, kind, args, max_attempts, run_at, created_at) "
+    "VALUES ($1, $2, $3, $4::jsonb, $5, now(), now())";
 constexpr std::string_view kCountPlain = "SELECT count(*) FROM {0}.plain_jobs";
 // ADR-025's operator procedure for setting a queue's shard count.
 constexpr std::string_view kSeedShards =
@@ -75,9 +84,13 @@ constexpr std::string_view kCountLanes =
 // kCeilingNotify is a diagnostic: the ceiling's INSERT plus the pg_notify statement the
 // enqueue path sends with every batch, in one implicit transaction. It separates what the
 // notification costs from what the queue's own tables and locks cost.
-enum class Mode { kCeiling, kCeilingNotify, kInsert, kCopy };
+// kSingleRow is the raw single-row commit reference (one row per transaction, whatever
+// --batch says), measured when --batch is 1.
+enum class Mode { kCeiling, kCeilingNotify, kSingleRow, kInsert, kCopy };
 
-bool is_ceiling(Mode m) { return m == Mode::kCeiling || m == Mode::kCeilingNotify; }
+bool is_ceiling(Mode m) {
+  return m == Mode::kCeiling || m == Mode::kCeilingNotify || m == Mode::kSingleRow;
+}
 
 const char* mode_name(Mode m) {
   switch (m) {
@@ -85,6 +98,8 @@ const char* mode_name(Mode m) {
       return "ceiling";
     case Mode::kCeilingNotify:
       return "ceiling_notify";
+    case Mode::kSingleRow:
+      return "single_row_commit";
     case Mode::kInsert:
       return "insert";
     case Mode::kCopy:
@@ -111,6 +126,7 @@ struct Options {
   int statement_timeout_s = 120;
   bool checkpoint = true;
   bool notify_ceiling = true;
+  bool single_row_cell = true;  // measured only when batch == 1
 };
 
 // A verification failure: the benchmark measured something other than it claims.
@@ -173,6 +189,14 @@ void insert_plain(pg::Connection& conn, const std::string& sql, std::span<const 
   conn.exec_cached(sql, plain_params(jobs));
 }
 
+// One self-committing single-row INSERT per job.
+void insert_plain_rows(pg::Connection& conn, const std::string& sql, std::span<const NewJob> jobs) {
+  for (const auto& j : jobs) {
+    conn.exec_cached(sql, pg::make_params(j.opts.queue, j.opts.priority, j.kind, j.args_json,
+                                          j.opts.max_attempts));
+  }
+}
+
 // The INSERT and the enqueue path's own notify statement in one pipeline: one implicit
 // transaction, one round trip, as insert_many sends them.
 void insert_plain_notify(pg::Connection& conn, const std::string& sql,
@@ -210,6 +234,7 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
   if (o.checkpoint) admin.exec("CHECKPOINT");
 
   const std::string plain_sql = render(kPlainInsert);
+  const std::string plain_one_sql = render(kPlainInsertOne);
   // The enqueue path's notify (sql/queries/enqueue/notify.sql) without its channel
   // helper function, which the plain schema does not have; the queue name is short.
   const std::string notify_sql = "SELECT pg_notify('awa:' || q, '') FROM unnest($1::text[]) AS q";
@@ -220,6 +245,9 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
         break;
       case Mode::kCeilingNotify:
         insert_plain_notify(conn, plain_sql, notify_sql, jobs);
+        break;
+      case Mode::kSingleRow:
+        insert_plain_rows(conn, plain_one_sql, jobs);
         break;
       case Mode::kInsert:
         store->insert_many(conn, jobs);
@@ -337,6 +365,8 @@ struct Cell {
         return "plain table (ceiling)";
       case Mode::kCeilingNotify:
         return "plain table + notify";
+      case Mode::kSingleRow:
+        return "raw single-row commits";
       default:
         return mode_name(mode);
     }
@@ -350,6 +380,11 @@ struct Report {
   double total_seconds = 0;
 
   const Cell& ceiling() const { return cells.front(); }
+  // The raw single-row commit reference, when measured (--batch 1).
+  const Cell* single_row() const {
+    const Cell* c = find(Mode::kSingleRow, 0);
+    return c != nullptr && c->measured() ? c : nullptr;
+  }
   const Cell* find(Mode mode, int shards) const {
     for (const auto& c : cells) {
       if (c.mode == mode && c.shards == shards) return &c;
@@ -403,6 +438,10 @@ void print_progress(const Report& report, const Options& o, const Cell& cell, st
     suffix += fmt::format("  vs S={} ", base->shards) +
               fmt_opt(ratio(cell.rate[r], base->rate[r]), "{:.2f}x");
   }
+  if (const Cell* one = report.find(Mode::kSingleRow, 0);
+      one != nullptr && !is_ceiling(cell.mode)) {
+    suffix += fmt_opt(ratio(cell.rate[r], one->rate[r]), "  vs 1-row commits {:.2f}");
+  }
   fmt::print("run {}/{}  {:<20} {:>10} jobs/s  ({} jobs in {:.2f} s){}\n", r + 1, o.runs,
              cell.label(), thousands(out.jobs_per_s), out.jobs, out.seconds, suffix);
   std::fflush(stdout);
@@ -420,6 +459,7 @@ Report run_sweep(pg::Connection& admin, const Options& o, const Workload& w) {
   };
   add_cell(Mode::kCeiling, 0);
   if (o.notify_ceiling) add_cell(Mode::kCeilingNotify, 0);
+  if (o.single_row_cell && o.batch == 1) add_cell(Mode::kSingleRow, 0);
   for (const auto m : o.modes) {
     for (const int s : o.shards) add_cell(m, s);
   }
@@ -460,17 +500,19 @@ Report run_sweep(pg::Connection& admin, const Options& o, const Workload& w) {
 std::pair<nlohmann::json, nlohmann::json> print_throughput(const Report& report, const Options& o) {
   const auto runs = static_cast<std::size_t>(o.runs);
   const Cell& ceiling = report.ceiling();
+  const Cell* one = report.single_row();
   const std::string vs_base = fmt::format("vs S={}", o.shards.front());
-  TablePrinter summary({{"shards", TablePrinter::Align::kRight},
-                        {"mode"},
-                        {"mean jobs/s", TablePrinter::Align::kRight},
-                        {"median jobs/s", TablePrinter::Align::kRight},
-                        {vs_base, TablePrinter::Align::kRight},
-                        {"vs ceiling", TablePrinter::Align::kRight}});
+  std::vector<TablePrinter::Column> summary_columns{
+      {"shards", TablePrinter::Align::kRight},      {"mode"},
+      {"mean jobs/s", TablePrinter::Align::kRight}, {"median jobs/s", TablePrinter::Align::kRight},
+      {vs_base, TablePrinter::Align::kRight},       {"vs ceiling", TablePrinter::Align::kRight}};
+  if (one != nullptr) summary_columns.push_back({"vs 1-row commits", TablePrinter::Align::kRight});
+  TablePrinter summary(std::move(summary_columns));
   std::vector<TablePrinter::Column> per_run_columns{{"shards", TablePrinter::Align::kRight},
                                                     {"mode"}};
   for (std::size_t r = 0; r < runs; ++r) {
-    per_run_columns.push_back({fmt::format("run {}: jobs/s, vs ceiling, {}", r + 1, vs_base),
+    per_run_columns.push_back({fmt::format("run {}: jobs/s, vs ceiling, {}{}", r + 1, vs_base,
+                                           one != nullptr ? ", vs 1-row commits" : ""),
                                TablePrinter::Align::kRight});
   }
   TablePrinter per_run(std::move(per_run_columns));
@@ -484,23 +526,34 @@ std::pair<nlohmann::json, nlohmann::json> print_throughput(const Report& report,
                                             ? ratio(cell.mean_rate(), base->mean_rate())
                                             : std::nullopt;
     const std::optional<double> vs_ceiling = ratio(cell.mean_rate(), ceiling.mean_rate());
-    summary.add_row({cell.shards_label(), cell.mode_label(), thousands(cell.mean_rate()),
-                     thousands(cell.median_rate()), fmt_opt(vs_s1, "{:.2f}x"),
-                     fmt_opt(vs_ceiling, "{:.2f}")});
+    const std::optional<double> vs_one =
+        one != nullptr ? ratio(cell.mean_rate(), one->mean_rate()) : std::nullopt;
+    std::vector<std::string> summary_row{
+        cell.shards_label(),           cell.mode_label(),         thousands(cell.mean_rate()),
+        thousands(cell.median_rate()), fmt_opt(vs_s1, "{:.2f}x"), fmt_opt(vs_ceiling, "{:.2f}")};
+    if (one != nullptr) summary_row.push_back(fmt_opt(vs_one, "{:.2f}"));
+    summary.add_row(std::move(summary_row));
 
     std::vector<std::string> row{cell.shards_label(), cell.mode_label()};
     nlohmann::json rate_runs = nlohmann::json::array(), seconds_runs = nlohmann::json::array(),
-                   vs_s1_runs = nlohmann::json::array(), vs_ceiling_runs = nlohmann::json::array();
+                   vs_s1_runs = nlohmann::json::array(), vs_ceiling_runs = nlohmann::json::array(),
+                   vs_one_runs = nlohmann::json::array();
     for (std::size_t r = 0; r < runs; ++r) {
       const auto rc = ratio(cell.rate[r], ceiling.rate[r]);
       const auto rs = base != nullptr ? ratio(cell.rate[r], base->rate[r]) : std::nullopt;
-      row.push_back(cell.rate[r] ? fmt::format("{} / {} / {}", thousands(*cell.rate[r]),
-                                               fmt_opt(rc, "{:.2f}"), fmt_opt(rs, "{:.2f}x"))
-                                 : std::string("-"));
+      const auto r1 = one != nullptr ? ratio(cell.rate[r], one->rate[r]) : std::nullopt;
+      std::string text = "-";
+      if (cell.rate[r]) {
+        text = fmt::format("{} / {} / {}", thousands(*cell.rate[r]), fmt_opt(rc, "{:.2f}"),
+                           fmt_opt(rs, "{:.2f}x"));
+        if (one != nullptr) text += " / " + fmt_opt(r1, "{:.2f}");
+      }
+      row.push_back(std::move(text));
       rate_runs.push_back(json_opt(cell.rate[r]));
       seconds_runs.push_back(json_opt(cell.seconds[r]));
       vs_s1_runs.push_back(json_opt(rs));
       vs_ceiling_runs.push_back(json_opt(rc));
+      vs_one_runs.push_back(json_opt(r1));
     }
     per_run.add_row(std::move(row));
 
@@ -513,6 +566,10 @@ std::pair<nlohmann::json, nlohmann::json> print_throughput(const Report& report,
                          {"runs_vs_ceiling", vs_ceiling_runs}};
     if (cell.mode == Mode::kCeilingNotify) ceiling_notify = std::move(entry);
     if (is_ceiling(cell.mode)) continue;
+    if (one != nullptr) {
+      entry["vs_single_row_commit"] = json_opt(vs_one);
+      entry["runs_vs_single_row_commit"] = vs_one_runs;
+    }
     entry["shards"] = cell.shards;
     entry["vs_s1"] = json_opt(vs_s1);
     entry["runs_vs_s1"] = vs_s1_runs;
@@ -539,21 +596,27 @@ Target make_target(std::string name, double threshold, const Cell& a, const Cell
   return t;
 }
 
-// The issue's targets, judged on ratios within each run: the largest S of insert mode
-// against the ceiling (>= 0.90) and against the smallest S (>= 1.3x), and copy against
-// insert at each S (>= 1).
+// Issue 11's targets, judged on ratios within each run. Batched (--batch > 1): insert at
+// S=8 (the largest S when 8 is not swept) against the plain-table ceiling (>= 0.80).
+// Single-job (--batch 1): insert at S=16 (or the largest S) against raw single-row
+// commits (>= 0.70). Both: copy against insert at each S (>= 1).
 nlohmann::json print_targets(const Report& report, const Options& o) {
   std::vector<Target> targets;
-  const int low = o.shards.front();
-  const int high = o.shards.back();
-  const Cell* top = report.find(Mode::kInsert, high);
-  const Cell* base = report.find(Mode::kInsert, low);
-  if (top != nullptr && top->measured()) {
-    targets.push_back(make_target(fmt::format("insert S={} >= 0.90 x plain-table ceiling", high),
-                                  0.90, *top, report.ceiling()));
-    if (high != low && base != nullptr && base->measured()) {
-      targets.push_back(make_target(fmt::format("insert S={} >= 1.3 x insert S={}", high, low), 1.3,
-                                    *top, *base));
+  const auto pick = [&](int wanted) {
+    return std::find(o.shards.begin(), o.shards.end(), wanted) != o.shards.end() ? wanted
+                                                                                 : o.shards.back();
+  };
+  if (o.batch > 1) {
+    const int s = pick(8);
+    if (const Cell* c = report.find(Mode::kInsert, s); c != nullptr && c->measured()) {
+      targets.push_back(make_target(fmt::format("insert S={} >= 0.80 x plain-table ceiling", s),
+                                    0.80, *c, report.ceiling()));
+    }
+  } else if (const Cell* one = report.single_row(); one != nullptr) {
+    const int s = pick(16);
+    if (const Cell* c = report.find(Mode::kInsert, s); c != nullptr && c->measured()) {
+      targets.push_back(make_target(fmt::format("insert S={} >= 0.70 x raw single-row commits", s),
+                                    0.70, *c, *one));
     }
   }
   for (const int s : o.shards) {
@@ -646,12 +709,21 @@ int run(const Options& o) {
   if (!o.json_path.empty()) {
     nlohmann::json ceiling_runs = nlohmann::json::array();
     for (const auto& v : report.ceiling().rate) ceiling_runs.push_back(json_opt(v));
+    nlohmann::json single_row = nullptr;
+    if (const Cell* one = report.single_row(); one != nullptr) {
+      nlohmann::json runs_json = nlohmann::json::array();
+      for (const auto& v : one->rate) runs_json.push_back(json_opt(v));
+      single_row = {{"jobs_per_s", one->mean_rate()},
+                    {"median_jobs_per_s", one->median_rate()},
+                    {"runs_jobs_per_s", runs_json}};
+    }
     const nlohmann::json doc{{"benchmark", "enqueue-contention"},
                              {"ceiling_jobs_per_s", report.ceiling().mean_rate()},
                              {"ceiling_median_jobs_per_s", report.ceiling().median_rate()},
                              {"ceiling_runs_jobs_per_s", ceiling_runs},
                              {"results", results},
                              {"ceiling_notify", ceiling_notify},
+                             {"single_row_commit", single_row},
                              {"targets", targets},
                              {"wait_events", waits},
                              {"runs", o.runs},
@@ -727,6 +799,9 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-checkpoint", o.checkpoint, "skip the CHECKPOINT before each cell");
   app.add_flag("!--no-notify-ceiling", o.notify_ceiling,
                "skip the diagnostic cell: plain-table INSERT + the enqueue path's pg_notify");
+  app.add_flag("!--no-single-row-cell", o.single_row_cell,
+               "with --batch 1, skip the raw single-row commit reference (one plain INSERT per "
+               "transaction)");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -97,7 +97,8 @@ $$;
 -- ACCESS EXCLUSIVE cannot get past. Read in this function's own statement snapshot (it is
 -- volatile), so a caller whose statement started before a long wait still gets the slot
 -- of now; if a prune took the slot between the read and the lock, the lock waited for it
--- and the slot is no longer live: read again.
+-- and the slot is no longer live: read again. A slot that is (again) the current one
+-- after the lock is live, which spares the common case ring_live_slots' four lookups.
 CREATE OR REPLACE FUNCTION {schema}.ready_slot_for_write()
 RETURNS smallint
 LANGUAGE plpgsql VOLATILE AS $$
@@ -107,7 +108,8 @@ BEGIN
     LOOP
         v_slot := {schema}.ring_current_slot('queue');
         EXECUTE format('LOCK TABLE %s.%I IN ROW EXCLUSIVE MODE', '{schema}', 'ready_entries_' || v_slot);
-        IF v_slot = ANY ({schema}.ring_live_slots('queue')) THEN
+        IF {schema}.ring_current_slot('queue') = v_slot
+           OR v_slot = ANY ({schema}.ring_live_slots('queue')) THEN
             RETURN v_slot;
         END IF;
     END LOOP;

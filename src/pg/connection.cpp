@@ -339,6 +339,15 @@ std::string Connection::quote_identifier(std::string_view name) const {
   return quoted.get();
 }
 
+std::string Connection::quote_literal(std::string_view value) const {
+  PGconn* conn = require_open();
+  std::unique_ptr<char, FreememDeleter> quoted(PQescapeLiteral(conn, value.data(), value.size()));
+  if (!quoted) {
+    throw InvalidArgument("cannot quote literal: " + one_line(PQerrorMessage(conn)));
+  }
+  return quoted.get();
+}
+
 // --- Transaction ------------------------------------------------------------------------
 
 Transaction::Transaction(Connection& conn, std::string_view begin_sql) : conn_(conn) {

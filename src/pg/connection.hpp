@@ -91,6 +91,8 @@ class Connection {
   bool in_transaction() const;  // inside a transaction block (also if it failed)
   int backend_pid() const;
   std::string quote_identifier(std::string_view name) const;
+  // A string literal for SQL sent without parameters (PQescapeLiteral), quotes included.
+  std::string quote_literal(std::string_view value) const;
 
   // For src/pg internals only (pipeline, copy).
   pg_conn* native() const noexcept { return conn_.get(); }

@@ -2,12 +2,14 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/error_map.hpp"
+#include "pg/result.hpp"
 
 namespace awa::pg {
 namespace {
@@ -125,6 +127,74 @@ Outcome collect(PGconn* conn, std::string_view context) {
 }
 
 }  // namespace
+
+std::optional<std::string> run_script(Connection& conn, std::string_view sql, std::size_t strict,
+                                      const std::function<std::string(std::size_t)>& copy_data,
+                                      const std::function<void(std::size_t, Result&&)>& on_result) {
+  PGconn* c = conn.native();
+  if (c == nullptr) throw Error("script on a closed (moved-from) connection");
+  const std::string context = statement_context(sql);
+  const std::string text(sql);
+  if (PQsendQuery(c, text.c_str()) != 1) throw_connection_error(c, context);
+
+  std::size_t index = 0;
+  std::exception_ptr error;
+  std::optional<std::string> late;
+  bool failed = false;
+  // Each statement yields one result (a COPY two: COPY_IN, then its end); the bound only
+  // guards against a libpq that keeps handing out results on a broken connection.
+  for (std::size_t guard = 0; guard < 2 * text.size() + 16; ++guard) {
+    ResultPtr res(PQgetResult(c));
+    if (!res) {
+      if (PQstatus(c) != CONNECTION_OK) throw_connection_error(c, context);
+      break;
+    }
+    const auto status = PQresultStatus(res.get());
+    if (status == PGRES_COPY_IN) {
+      std::string data;
+      const char* abort_reason = nullptr;
+      if (failed) {
+        abort_reason = "aborted";
+      } else {
+        try {
+          data = copy_data(index);
+        } catch (...) {
+          error = std::current_exception();
+          failed = true;
+          abort_reason = "aborted by the client";
+        }
+      }
+      std::string_view rest = data;
+      while (abort_reason == nullptr && !rest.empty()) {
+        const std::size_t n = std::min(rest.size(), kChunk);
+        if (PQputCopyData(c, rest.data(), static_cast<int>(n)) != 1) {
+          if (PQstatus(c) != CONNECTION_OK) throw_connection_error(c, context);
+          abort_reason = "aborted";  // the server's own error follows
+          break;
+        }
+        rest.remove_prefix(n);
+      }
+      if (PQputCopyEnd(c, abort_reason) != 1) throw_connection_error(c, context);
+      continue;  // the COPY's end (or its error) is the next result
+    }
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) {
+      if (!failed) on_result(index, Result(res.release()));
+      ++index;
+      continue;
+    }
+    if (PQstatus(c) != CONNECTION_OK) throw_connection_error(c, context);
+    if (!failed) {
+      failed = true;
+      if (index < strict) {
+        error = make_result_error(res.get(), c, context);
+      } else {
+        late = describe_result_error(res.get(), c, context).message;
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return late;
+}
 
 CopyWriter::CopyWriter(Connection& conn, std::string_view copy_sql) : conn_(&conn) {
   PGconn* c = conn.native();

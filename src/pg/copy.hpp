@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +18,20 @@
 namespace awa::pg {
 
 class Connection;
+class Result;
+
+// Runs `sql`: several statements sent at once (simple query protocol, one round trip to
+// start them), some of which may be COPY ... FROM STDIN. Statements are numbered from 0.
+// When the server starts statement i as a COPY, copy_data(i) supplies all of its data, in
+// the COPY's format (a throw aborts the COPY, so the server fails it and skips the rest);
+// every statement's successful result goes to on_result(i, result), which must not throw.
+// The server stops at the first failing statement: if its index is below `strict`, the
+// error is thrown once the connection is idle again; otherwise its message is returned.
+// Without an explicit BEGIN the statements form one implicit transaction; with one, a
+// failure leaves the transaction block aborted for the caller to roll back.
+std::optional<std::string> run_script(Connection& conn, std::string_view sql, std::size_t strict,
+                                      const std::function<std::string(std::size_t)>& copy_data,
+                                      const std::function<void(std::size_t, Result&&)>& on_result);
 
 class CopyWriter {
  public:

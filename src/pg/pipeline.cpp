@@ -77,9 +77,18 @@ void Pipeline::add_cached(std::string_view sql, const Params& params) {
   items_.push_back(Item{std::string(sql), params, true});
 }
 
+void Pipeline::add_cached_best_effort(std::string_view sql, const Params& params) {
+  items_.push_back(Item{std::string(sql), params, true, true});
+}
+
+void Pipeline::sync() {
+  if (!items_.empty()) items_.back().sync_after = true;
+}
+
 std::vector<Result> Pipeline::run() {
   std::vector<Item> items = std::move(items_);
   items_.clear();
+  best_effort_errors_.clear();
   if (items.empty()) return {};
   PGconn* conn = conn_.native();
   if (conn == nullptr) throw Error("pipeline on a closed (moved-from) connection");
@@ -121,6 +130,10 @@ std::vector<Result> Pipeline::run() {
       break;
     }
     ++sent;
+    // The last statement's Sync is the one sent after the loop.
+    if (item.sync_after && sent < items.size() && PQpipelineSync(conn) != 1) {
+      throw_connection_error(conn, "sending a pipeline");
+    }
     if (PQflush(conn) < 0) throw_connection_error(conn, "sending a pipeline");
     if (sent % 64 == 0 && PQconsumeInput(conn) == 0) {
       throw_connection_error(conn, "sending a pipeline");
@@ -132,7 +145,7 @@ std::vector<Result> Pipeline::run() {
 
   // --- receive: per statement one result then NULL, then the Sync ---
   // The budget bounds the loop should the server and libpq ever disagree on the count.
-  std::size_t budget = 4 * (sent + 1) + 16;
+  std::size_t budget = 6 * (sent + 1) + 16;
   const auto next = [&]() -> PGresult* {
     if (budget-- == 0) {
       throw ConnectionError("pipeline: no Sync after " + std::to_string(sent) +
@@ -146,6 +159,15 @@ std::vector<Result> Pipeline::run() {
   results.reserve(sent);
   std::optional<ErrorInfo> first_error;
   std::size_t first_error_index = 0;
+  const auto fail = [&](std::size_t i, ErrorInfo info) {
+    if (items[i].best_effort) {
+      best_effort_errors_.push_back(info.message);
+      results.emplace_back();
+    } else if (!first_error) {
+      first_error = std::move(info);
+      first_error_index = i;
+    }
+  };
   for (std::size_t i = 0; i < sent; ++i) {
     ResultPtr res(next());
     if (!res) throw_connection_error(conn, "reading pipeline results");
@@ -165,19 +187,29 @@ std::vector<Result> Pipeline::run() {
         results.emplace_back(res.release());
         break;
       case PGRES_PIPELINE_ABORTED:
-        // Skipped because an earlier statement failed.
-        if (!first_error) {
-          first_error = plain_error(statement_context(items[i].sql) + ": pipeline aborted");
-          first_error_index = i;
-        }
+        // Skipped because an earlier statement of its segment failed.
+        fail(i, plain_error(statement_context(items[i].sql) + ": pipeline aborted"));
         break;
-      default:
-        if (!first_error) {
-          first_error = describe_result_error(res.get(), conn, statement_context(items[i].sql));
-          first_error_index = i;
-        }
-        if (PQstatus(conn) != CONNECTION_OK) throw_error(*first_error);
+      default: {
+        ErrorInfo info = describe_result_error(res.get(), conn, statement_context(items[i].sql));
+        if (PQstatus(conn) != CONNECTION_OK) throw_error(info);
+        fail(i, std::move(info));
         break;
+      }
+    }
+    if (items[i].sync_after && i + 1 < items.size()) {
+      // This segment's Sync.
+      for (;;) {
+        ResultPtr s(next());
+        if (!s) {
+          if (PQstatus(conn) != CONNECTION_OK) {
+            throw_connection_error(conn, "reading pipeline results");
+          }
+          continue;
+        }
+        if (PQresultStatus(s.get()) == PGRES_PIPELINE_SYNC) break;
+        throw ConnectionError("pipeline: a result arrived where a Sync was due", Retry::kRetryCall);
+      }
     }
   }
   for (;;) {

@@ -6,11 +6,13 @@
 //   3. route: keyed rows by hash, unkeyed rows by one rotor pick per (queue, priority);
 //   4. per lane, in ascending (queue, priority, enqueue_shard) order — the global lock
 //      order — reserve one contiguous lane_seq range and write the rows;
-//   5. notify each queue once (after commit when the call commits itself; see send_notify).
+//   5. notify each queue once (after commit when the call commits itself; see Impl::notify).
 // INSERT mode sends all of it as one pipeline: without an explicit BEGIN the statements
-// up to the pipeline's Sync form one implicit transaction, so a self-committing insert is
-// atomic in a single round trip.
+// up to the pipeline's first Sync form one implicit transaction, so a self-committing
+// insert is atomic; its NOTIFY follows in a second segment (its own transaction, after the
+// commit; see `notify`), still in the same single round trip.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -112,6 +114,165 @@ std::vector<JobId> parse_int_array(std::string_view text) {
   return out;
 }
 
+// --- binary COPY rows for ready_entries (sql/queries/enqueue/copy_ready.sql) ----------
+
+// 2000-01-01 00:00:00 UTC, the epoch of PostgreSQL's binary timestamps, in Unix micros.
+constexpr std::int64_t kPgEpochMicros = 946'684'800'000'000;
+constexpr std::uint32_t kTextOid = 25;
+constexpr std::size_t kNoPatch = static_cast<std::size_t>(-1);
+
+void put_be(std::string& out, std::uint64_t v, int bytes) {
+  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) {
+    out += static_cast<char>((v >> shift) & 0xff);
+  }
+}
+void put16(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 2); }
+void put32(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 4); }
+void put64(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 8); }
+
+void patch_be(std::string& data, std::size_t at, std::uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    data[at + static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+// Field lengths are int32; validate.cpp caps args at 1 MiB and the rest lower.
+void put_bytes(std::string& out, std::string_view v) {
+  put32(out, static_cast<std::int64_t>(v.size()));
+  out.append(v);
+}
+void put_jsonb(std::string& out, std::string_view json_text) {
+  put32(out, static_cast<std::int64_t>(json_text.size() + 1));
+  out += '\1';  // jsonb binary format version
+  out.append(json_text);
+}
+// text[] in array_send's format: one dimension, no NULL elements.
+void put_text_array(std::string& out, const std::vector<std::string>& items) {
+  std::size_t size = 20;
+  for (const auto& s : items) size += 4 + s.size();
+  put32(out, static_cast<std::int64_t>(size));
+  put32(out, 1);  // dimensions
+  put32(out, 0);  // flags: no NULLs
+  put32(out, kTextOid);
+  put32(out, static_cast<std::int64_t>(items.size()));
+  put32(out, 1);  // lower bound
+  for (const auto& s : items) put_bytes(out, s);
+}
+
+std::int64_t pg_micros(std::chrono::system_clock::time_point tp) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count() -
+         kPgEpochMicros;
+}
+
+// One lane's rows, encoded before the lane is reserved. The values only the reservation
+// knows are zero placeholders, patched in place by patch().
+struct CopyPayload {
+  struct Row {
+    std::size_t slot, seq, id, run_at, created;  // offsets of the values; run_at may be kNoPatch
+  };
+  std::string data;
+  std::vector<Row> rows;
+
+  void patch(std::size_t r, int slot, std::int64_t seq, std::int64_t id, std::int64_t tx_micros) {
+    const Row& row = rows[r];
+    const auto pg_tx = static_cast<std::uint64_t>(tx_micros - kPgEpochMicros);
+    patch_be(data, row.slot, static_cast<std::uint64_t>(slot), 2);
+    patch_be(data, row.seq, static_cast<std::uint64_t>(seq), 8);
+    patch_be(data, row.id, static_cast<std::uint64_t>(id), 8);
+    if (row.run_at != kNoPatch) patch_be(data, row.run_at, pg_tx, 8);
+    patch_be(data, row.created, pg_tx, 8);
+  }
+};
+
+CopyPayload encode_lane(const LaneBatch& lane, std::span<const NewJob> jobs) {
+  CopyPayload p;
+  auto& d = p.data;
+  p.rows.reserve(lane.rows.size());
+  d.reserve(32 + lane.rows.size() * 160);
+  d.append("PGCOPY\n\377\r\n", 11);  // signature, its '\0' included
+  put32(d, 0);                       // flags
+  put32(d, 0);                       // header extension
+  for (const auto i : lane.rows) {
+    const auto& j = jobs[i];
+    CopyPayload::Row row{};
+    put16(d, 14);
+    put32(d, 2);
+    row.slot = d.size();
+    put16(d, 0);
+    put_bytes(d, lane.key.queue);
+    put32(d, 2);
+    put16(d, lane.key.priority);
+    put32(d, 2);
+    put16(d, lane.key.shard);
+    put32(d, 8);
+    row.seq = d.size();
+    put64(d, 0);
+    put32(d, 8);
+    row.id = d.size();
+    put64(d, 0);
+    put_bytes(d, j.kind);
+    put_jsonb(d, j.args_json);
+    put32(d, 2);
+    put16(d, j.opts.max_attempts);
+    put32(d, 8);
+    if (j.opts.run_at) {
+      row.run_at = kNoPatch;
+      put64(d, pg_micros(*j.opts.run_at));
+    } else {
+      row.run_at = d.size();
+      put64(d, 0);
+    }
+    put32(d, 8);
+    row.created = d.size();
+    put64(d, 0);
+    if (j.opts.ordering_key) {
+      put_bytes(d, *j.opts.ordering_key);
+    } else {
+      put32(d, -1);
+    }
+    if (j.opts.metadata.is_null()) {
+      put32(d, -1);
+    } else {
+      put_jsonb(d, j.opts.metadata.dump());
+    }
+    if (j.opts.tags.empty()) {
+      put32(d, -1);
+    } else {
+      put_text_array(d, j.opts.tags);
+    }
+    p.rows.push_back(row);
+  }
+  put16(d, -1);  // trailer
+  return p;
+}
+
+// `sql` with quoted literals for $1..$n, for statements sent without parameters (the COPY
+// script). Comments are copied as they are: a literal must never land in one, where a
+// newline inside it would end the comment.
+std::string bind_literals(std::string_view sql, std::span<const std::string> literals) {
+  std::string out;
+  out.reserve(sql.size() + 64);
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    if (sql.compare(i, 2, "--") == 0) {
+      const auto end = std::min(sql.find('\n', i), sql.size());
+      out.append(sql.substr(i, end - i));
+      i = end - 1;
+      continue;
+    }
+    if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      std::size_t n = 0;
+      std::size_t k = i + 1;
+      while (k < sql.size() && sql[k] >= '0' && sql[k] <= '9')
+        n = n * 10 + static_cast<std::size_t>(sql[k++] - '0');
+      out += literals[n - 1];
+      i = k - 1;
+      continue;
+    }
+    out += sql[i];
+  }
+  return out;
+}
 }  // namespace
 
 struct QueueStorage::Impl {
@@ -227,11 +388,10 @@ struct QueueStorage::Impl {
       }
       add_optional_columns(j, keys, meta, tags);
     }
-    return pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
-                           static_cast<std::int64_t>(lane.rows.size()), std::move(kinds).finish(),
-                           std::move(args).finish(), std::move(attempts).finish(),
-                           std::move(run_at).finish(), std::move(keys).finish(),
-                           std::move(meta).finish(), std::move(tags).finish());
+    return pg::make_params(
+        lane.key.queue, lane.key.priority, lane.key.shard, std::move(kinds).finish(),
+        std::move(args).finish(), std::move(attempts).finish(), std::move(run_at).finish(),
+        std::move(keys).finish(), std::move(meta).finish(), std::move(tags).finish());
   }
 
   static pg::Params deferred_params(const Plan& p, std::span<const NewJob> jobs) {
@@ -287,9 +447,20 @@ struct QueueStorage::Impl {
     pg::Pipeline pipe = conn.pipeline();
     for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
     if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
-    if (!own && !p.notify_queues.empty()) pipe.add_cached(notify, notify_params(p));
+    if (!p.notify_queues.empty()) {
+      if (own) {
+        // After the commit (the Sync), in the same round trip: see `notify` below for
+        // why after, and why a failure is only a warning.
+        pipe.sync();
+        pipe.add_cached_best_effort(notify, notify_params(p));
+      } else {
+        pipe.add_cached(notify, notify_params(p));
+      }
+    }
     const auto results = pipe.run();
-    if (own) send_notify(conn, p);
+    for (const auto& e : pipe.best_effort_errors()) {
+      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e);
+    }
 
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
       const auto& lane = p.lanes[l];
@@ -316,80 +487,98 @@ struct QueueStorage::Impl {
     return ids;
   }
 
+  // The COPY path. The rows of every lane are encoded (binary COPY) before anything is
+  // sent; then one script (pg::run_script, simple query protocol) reserves each lane in
+  // ascending order and COPYs its rows, and, for a self-committing call, commits and
+  // notifies. The lane lock is taken by the reservation and held to the commit, as in
+  // INSERT mode; in between the client only patches the reserved values (ready slot,
+  // lane_seq, job id, transaction time) into the encoded rows. Round trips with the lane
+  // locked: one per lane (the reservation's result is needed for its rows), where the
+  // text-COPY path this replaces had three (reserve, COPY start, COPY end) plus the commit.
   std::vector<JobId> insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs) {
     std::vector<JobId> ids(jobs.size(), 0);
     if (jobs.empty()) return ids;
     const bool own = !conn.in_transaction();
     const Plan p = plan(conn, jobs);
+    std::vector<CopyPayload> payloads;
+    payloads.reserve(p.lanes.size());
+    for (const auto& lane : p.lanes) payloads.push_back(encode_lane(lane, jobs));
+
+    std::optional<std::string> late_error;
     try {
-      pg::Pipeline pipe = conn.pipeline();
-      if (own) pipe.add("BEGIN", {});
-      const std::size_t first_reserve = own ? 1 : 0;
-      for (const auto& lane : p.lanes) {
-        pipe.add_cached(reserve_lane,
-                        pg::make_params(lane.key.queue, lane.key.priority, lane.key.shard,
-                                        static_cast<std::int64_t>(lane.rows.size())));
-      }
-      const auto reserved = pipe.run();
-
-      for (std::size_t l = 0; l < p.lanes.size(); ++l) {
-        const auto& lane = p.lanes[l];
-        const auto& res = reserved[first_reserve + l];
-        const auto first = res.get<std::int64_t>(0, 0);
-        count_created(lane, res.get<bool>(0, 1));
-        const auto slot = std::string(res.text(0, 2));
-        const auto lane_ids = parse_int_array(res.text(0, 3));
-        const auto tx_time = std::string(res.text(0, 4));
-        if (lane_ids.size() != lane.rows.size()) throw Error("enqueue: job id reservation short");
-
-        const std::string priority = std::to_string(lane.key.priority);
-        const std::string shard = std::to_string(lane.key.shard);
-        auto copy = conn.copy_in(copy_ready);
-        for (std::size_t r = 0; r < lane.rows.size(); ++r) {
-          const auto& j = jobs[lane.rows[r]];
-          const std::string seq = std::to_string(first + static_cast<std::int64_t>(r));
-          const std::string id = std::to_string(lane_ids[r]);
-          const std::string attempts = std::to_string(j.opts.max_attempts);
-          const std::string run_at = j.opts.run_at ? format_timestamp(*j.opts.run_at) : tx_time;
-          std::optional<std::string> key, meta, tags;
-          if (j.opts.ordering_key) key = storage::bytea_hex(*j.opts.ordering_key);
-          if (!j.opts.metadata.is_null()) meta = j.opts.metadata.dump();
-          if (!j.opts.tags.empty()) tags = tags_literal(j.opts.tags);
-          const std::optional<std::string_view> fields[] = {
-              slot,
-              lane.key.queue,
-              priority,
-              shard,
-              seq,
-              id,
-              j.kind,
-              j.args_json,
-              attempts,
-              run_at,
-              tx_time,
-              key ? std::optional<std::string_view>(*key) : std::nullopt,
-              meta ? std::optional<std::string_view>(*meta) : std::nullopt,
-              tags ? std::optional<std::string_view>(*tags) : std::nullopt};
-          copy.row(fields);
-          ids[lane.rows[r]] = lane_ids[r];
-        }
-        copy.finish();
-      }
-      reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
-
-      pg::Pipeline tail = conn.pipeline();
-      if (!p.deferred.empty()) tail.add_cached(insert_deferred, deferred_params(p, jobs));
-      if (!own && !p.notify_queues.empty()) tail.add_cached(notify, notify_params(p));
-      if (own) tail.add("COMMIT", {});
-      const auto done = tail.run();
+      std::size_t first = 0;  // index of the first lane's reservation in the script
+      std::string script;
+      if (own && !p.deferred.empty()) conn.exec("BEGIN");
       if (!p.deferred.empty()) {
-        const auto& res = done[0];
+        // No lane lock involved: before the script, so outside the lane-lock window.
+        const auto res = conn.exec_cached(insert_deferred, deferred_params(p, jobs));
         for (int r = 0; r < res.rows(); ++r) {
           ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
         }
+      } else if (own) {
+        script += "BEGIN;\n";
+        first = 1;
       }
+      for (const auto& lane : p.lanes) {
+        const std::string lits[] = {
+            conn.quote_literal(lane.key.queue), std::to_string(lane.key.priority),
+            std::to_string(lane.key.shard), std::to_string(lane.rows.size())};
+        script += bind_literals(reserve_lane, lits);
+        script += ";\n";
+        script += copy_ready;
+        script += ";\n";
+      }
+      std::size_t strict = first + 2 * p.lanes.size();
+      std::string notify_sql;
+      if (!p.notify_queues.empty()) {
+        storage::ArrayLiteral q;
+        for (const auto& name : p.notify_queues) q.add(name);
+        const std::string lits[] = {conn.quote_literal(std::move(q).finish())};
+        notify_sql = bind_literals(notify, lits);
+      }
+      if (own) {
+        script += "COMMIT;\n";
+        ++strict;  // a NOTIFY failure after the COMMIT is only a warning (see notify)
+        script += notify_sql;
+      } else if (!notify_sql.empty()) {
+        script += notify_sql;
+        ++strict;
+      }
+
+      std::vector<pg::Result> reserved(p.lanes.size());
+      const auto lane_of = [&](std::size_t statement) { return (statement - first) / 2; };
+      late_error = pg::run_script(
+          conn, script, strict,
+          [&](std::size_t statement) {
+            const std::size_t l = lane_of(statement);
+            if (statement < first || (statement - first) % 2 != 1 || l >= p.lanes.size()) {
+              throw Error("enqueue: unexpected COPY in the enqueue script");
+            }
+            const auto& lane = p.lanes[l];
+            const auto& res = reserved[l];
+            const auto first_seq = res.get<std::int64_t>(0, 0);
+            count_created(lane, res.get<bool>(0, 1));
+            const auto slot = res.get<int>(0, 2);
+            const auto lane_ids = parse_int_array(res.text(0, 3));
+            const auto tx_micros = res.get<std::int64_t>(0, 4);
+            if (lane_ids.size() != lane.rows.size())
+              throw Error("enqueue: job id reservation short");
+            auto& payload = payloads[l];
+            for (std::size_t r = 0; r < lane.rows.size(); ++r) {
+              payload.patch(r, slot, first_seq + static_cast<std::int64_t>(r), lane_ids[r],
+                            tx_micros);
+              ids[lane.rows[r]] = lane_ids[r];
+            }
+            return std::move(payload.data);
+          },
+          [&](std::size_t statement, pg::Result&& res) {
+            if (statement >= first && (statement - first) % 2 == 0 &&
+                lane_of(statement) < p.lanes.size()) {
+              reserved[lane_of(statement)] = std::move(res);
+            }
+          });
     } catch (...) {
-      if (own && conn.ok()) {
+      if (own && conn.ok() && conn.in_transaction()) {
         try {
           conn.exec("ROLLBACK");
         } catch (const Error&) {  // the original error is the one worth reporting
@@ -397,32 +586,27 @@ struct QueueStorage::Impl {
       }
       throw;
     }
+    if (late_error) {
+      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", *late_error);
+    }
+    reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
     remember_lanes(p);
     count_enqueued(p, jobs);
-    if (own) send_notify(conn, p);
     return ids;
-  }
-
-  // Wakes the queues' listeners after a self-committed enqueue. NOTIFY inside the enqueue
-  // transaction would serialise every enqueue commit in the cluster: PostgreSQL takes one
-  // global lock on the notification queue from pre-commit to the end of commit (its WAL
-  // flush included), and our producer would wait for it while holding its lane locks.
-  // Sent after commit it costs one short statement with no WAL flush. A caller-owned
-  // transaction still gets the NOTIFY inside it, since only its commit makes the rows
-  // visible. A failure here loses only a wake-up: workers also poll.
-  void send_notify(pg::Connection& conn, const Plan& p) {
-    if (p.notify_queues.empty()) return;
-    try {
-      conn.exec_cached(notify, notify_params(p));
-    } catch (const Error& e) {
-      // The jobs are committed; reporting failure now would invite a duplicate enqueue.
-      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e.what());
-    }
   }
 
   StorageOptions options;
   std::string quoted;
   storage::Consumer consumer;
+  // Why a self-committed enqueue notifies after its commit (INSERT: a second pipeline
+  // segment; COPY: after the script's COMMIT), in the same round trip: NOTIFY inside the
+  // enqueue transaction would serialise every enqueue commit in the cluster: PostgreSQL
+  // takes one global lock on the notification queue from pre-commit to the end of commit
+  // (its WAL flush included), and our producer would wait for it while holding its lane
+  // locks. Sent after commit it costs one short statement with no WAL flush. A caller-owned
+  // transaction still gets the NOTIFY inside it, since only its commit makes the rows
+  // visible. A failure there loses only a wake-up (workers also poll); reporting it as a
+  // failed enqueue would invite a duplicate, so it is logged.
   std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts;
 
   std::atomic<std::uint16_t> rotor{0};

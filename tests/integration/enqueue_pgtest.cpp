@@ -239,10 +239,11 @@ TEST_F(EnqueueTest, OneShardPutsEveryJobOnShardZero) {
 
 // --- visibility order --------------------------------------------------------------------
 
-TEST_F(EnqueueTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap) {
-  // Guards ADR-025's visibility argument: while producer A's reservation on a lane is
-  // uncommitted, producer B on the same lane cannot reserve (it waits on the lane's
-  // advisory lock); when A rolls back, B proceeds and A's range stays a permanent gap
+TEST_P(EnqueueModeTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap) {
+  // Guards ADR-025's visibility argument, in both write paths (the COPY path reserves in
+  // a script of its own, so its lock must be held to the commit just the same): while producer A's
+  // reservation on a lane is uncommitted, producer B on the same lane cannot reserve (it waits on
+  // the lane's advisory lock); when A rolls back, B proceeds and A's range stays a permanent gap
   // below B's rows.
   const std::string q = "fifo";
   store_->insert_many(conn(), unkeyed_batch(q, 1));  // the lane exists and is committed
@@ -250,14 +251,14 @@ TEST_F(EnqueueTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap) {
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
-  const auto a_ids = store_->insert_many(a, unkeyed_batch(q, 3, 1));
+  const auto a_ids = enqueue(a, unkeyed_batch(q, 3, 1));
   std::vector<std::int64_t> a_seqs;
   for (const auto id : a_ids) a_seqs.push_back(ready_row(a, id).lane_seq);
   ASSERT_EQ(a_seqs, (std::vector<std::int64_t>{2, 3, 4}));
 
   const auto b_jobs = unkeyed_batch(q, 2, 2);
   const int b_pid = b.backend_pid();
-  BackgroundCall<std::vector<JobId>> b_call(b_pid, [&] { return store_->insert_many(b, b_jobs); });
+  BackgroundCall<std::vector<JobId>> b_call(b_pid, [&] { return enqueue(b, b_jobs); });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), b_pid); }))
       << "B never waited for the lane lock";
   EXPECT_FALSE(b_call.finishes_within(0ms)) << "B reserved while A's range was uncommitted";
@@ -278,18 +279,18 @@ TEST_F(EnqueueTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap) {
   EXPECT_EQ(seqs.text(0, 0), "{1,5,6}") << "2..4 must remain a permanent gap";
 }
 
-TEST_F(EnqueueTest, LaterProducerOnSameLaneFollowsCommittedEarlierProducer) {
-  // Guards commit order = lane order: B waits for A, and after A commits B's rows come
-  // directly after A's.
+TEST_P(EnqueueModeTest, LaterProducerOnSameLaneFollowsCommittedEarlierProducer) {
+  // Guards commit order = lane order (both write paths): B waits for A, and after A commits B's
+  // rows come directly after A's.
   const std::string q = "fifo_commit";
   store_->insert_many(conn(), unkeyed_batch(q, 1));
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
-  const auto a_ids = store_->insert_many(a, unkeyed_batch(q, 2, 1));
+  const auto a_ids = enqueue(a, unkeyed_batch(q, 2, 1));
   const auto b_jobs = unkeyed_batch(q, 1, 2);
   const int b_pid = b.backend_pid();
-  BackgroundCall<std::vector<JobId>> b_call(b_pid, [&] { return store_->insert_many(b, b_jobs); });
+  BackgroundCall<std::vector<JobId>> b_call(b_pid, [&] { return enqueue(b, b_jobs); });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), b_pid); }));
   tx.commit();
   ASSERT_TRUE(b_call.finishes_within(10s));

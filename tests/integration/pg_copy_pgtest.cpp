@@ -10,6 +10,7 @@
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/copy.hpp"
+#include "pg/result.hpp"
 #include "support.hpp"
 
 namespace awa::pg {
@@ -114,6 +115,61 @@ TEST_F(CopyTest, BinaryCopyRoundTripsMixedTypes) {
   EXPECT_FALSE(r.get<bool>(1, "h"));
 
   for (int c = 0; c < 8; ++c) EXPECT_TRUE(r.is_null(2, c)) << "column " << c;
+}
+
+TEST_F(CopyTest, ScriptFeedsEachCopyWhenTheServerAsksAndCommitsOnce) {
+  // Guards run_script, the COPY enqueue's transport: COPYs run between other statements
+  // of one simple query, each gets its data when the server reaches it (after the results
+  // before it), and without BEGIN everything is one implicit transaction.
+  conn().exec("CREATE TABLE t (id int PRIMARY KEY, v text)");
+  std::vector<std::string> seen;
+  const auto late = run_script(
+      conn(), "SELECT 10 AS base; COPY t (id, v) FROM STDIN; SELECT 20 AS base; COPY t FROM STDIN",
+      4,
+      [&](std::size_t i) {
+        seen.push_back("copy " + std::to_string(i));
+        const std::string base = i == 1 ? "10" : "20";
+        return base + "\tfrom " + std::to_string(i) + "\n" + base + "1\tx\n";
+      },
+      [&](std::size_t i, Result&& r) {
+        seen.push_back("result " + std::to_string(i) +
+                       (r.rows() > 0 ? " " + std::string(r.text(0, 0)) : ""));
+      });
+  EXPECT_FALSE(late);
+  EXPECT_EQ(seen, (std::vector<std::string>{"result 0 10", "copy 1", "result 1", "result 2 20",
+                                            "copy 3", "result 3"}));
+  EXPECT_EQ(count("t"), 4);
+  EXPECT_TRUE(conn().idle());
+}
+
+TEST_F(CopyTest, ScriptThrowsStrictFailuresAndReturnsLaterOnes) {
+  conn().exec("CREATE TABLE t (id int PRIMARY KEY)");
+  const auto data = [](std::size_t) { return std::string("1\n"); };
+  const auto ignore = [](std::size_t, Result&&) {};
+  // A failing COPY (duplicate key) inside the strict part: thrown, nothing committed.
+  try {
+    run_script(conn(), "COPY t FROM STDIN; COPY t FROM STDIN", 2, data, ignore);
+    FAIL() << "the script did not fail";
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(e.sqlstate(), "23505");
+  }
+  EXPECT_EQ(count("t"), 0);
+  EXPECT_TRUE(conn().idle());
+  // After an explicit COMMIT, a failure is only reported.
+  const auto late =
+      run_script(conn(), "BEGIN; COPY t FROM STDIN; COMMIT; SELECT 1 / 0", 3, data, ignore);
+  ASSERT_TRUE(late);
+  EXPECT_NE(late->find("division by zero"), std::string::npos);
+  EXPECT_EQ(count("t"), 1);
+  EXPECT_TRUE(conn().idle());
+  // copy_data throwing aborts its COPY and the rest of the script.
+  EXPECT_THROW(
+      run_script(
+          conn(), "COPY t FROM STDIN; INSERT INTO t VALUES (7)", 2,
+          [](std::size_t) -> std::string { throw InvalidArgument("client gave up"); }, ignore),
+      InvalidArgument);
+  EXPECT_EQ(count("t"), 1);
+  EXPECT_TRUE(conn().idle());
 }
 
 TEST_F(CopyTest, CopyViolatingAConstraintThrowsAndStoresNothing) {

@@ -63,6 +63,44 @@ TEST_F(PipelineTest, AbortedPipelineNamesTheFailingStatementAndCommitsNothing) {
   EXPECT_EQ(again.run().at(0).get<std::int32_t>(0, "n"), 42);
 }
 
+TEST_F(PipelineTest, SyncedSegmentsCommitApartAndABestEffortFailureOnlyReports) {
+  // Guards the enqueue path's "NOTIFY after the commit, same round trip": a Sync ends an
+  // implicit transaction, a failure aborts only its own segment, and a failing best-effort
+  // statement never makes run() throw.
+  Pipeline p = conn().pipeline();
+  p.add("INSERT INTO t (id, v) VALUES ($1, 'a')", make_params(1));
+  p.add("SELECT txid_current() AS x", {});
+  p.sync();
+  p.add_cached_best_effort("SELECT 1 / $1::int AS n", make_params(0));  // 22012
+  p.add_cached_best_effort("SELECT txid_current() AS x", {});           // same segment: aborted
+  p.sync();
+  p.add("SELECT txid_current() AS x", {});
+  const std::vector<Result> results = p.run();
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(results[2].rows(), 0) << "the failed best-effort statement leaves an empty result";
+  ASSERT_EQ(p.best_effort_errors().size(), 2u);
+  EXPECT_NE(p.best_effort_errors()[0].find("division by zero"), std::string::npos);
+  EXPECT_NE(results[1].get<std::int64_t>(0, "x"), results[4].get<std::int64_t>(0, "x"))
+      << "segments must run in transactions of their own";
+  EXPECT_EQ(count(), 1) << "the first segment committed";
+  EXPECT_TRUE(conn().idle());
+
+  // A failure in the first segment does not stop the next one, but run() throws it.
+  Pipeline q = conn().pipeline();
+  q.add("INSERT INTO t (id, v) VALUES ($1, 'dup')", make_params(1));  // 23505
+  q.sync();
+  q.add("INSERT INTO t (id, v) VALUES ($1, 'b')", make_params(2));
+  try {
+    q.run();
+    FAIL() << "the pipeline did not fail";
+  } catch (const PipelineError& e) {
+    EXPECT_EQ(e.index(), 0u);
+    EXPECT_EQ(e.sqlstate(), "23505");
+  }
+  EXPECT_EQ(count(), 2) << "the second segment ran and committed on its own";
+  EXPECT_TRUE(conn().idle());
+}
+
 TEST_F(PipelineTest, LargeRequestsAndRepliesDoNotDeadlock) {
   // Guards the non-blocking send: ~16 MB each way overflows both socket buffers, which
   // deadlocks a writer that never reads.
