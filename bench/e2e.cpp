@@ -301,7 +301,7 @@ int run_ladder(pg::Connection& admin, const Options& o, const MachineInfo& machi
   const E2eSetup& st = o.setup;
   const int producers = o.producers_set ? st.producers : 4;
   fmt::print(
-      "e2e (ladder): pickup at 200 jobs/s and at 50 %% and 90 %% of the runtime's drain rate "
+      "e2e (ladder): pickup at 200 jobs/s and at 50 % and 90 % of the runtime's drain rate "
       "({} jobs), {} s each, {} workers, S={}, {} producer(s) under load, {} run(s)\n{}\n",
       st.jobs, st.seconds, st.workers, st.shards, producers, o.runs, machine.describe());
   struct Level {
@@ -335,9 +335,16 @@ int run_ladder(pg::Connection& admin, const Options& o, const MachineInfo& machi
           i + 1, level.name, thousands(r.offered_per_s), rs.producers, rs.batch,
           thousands(r.completed_per_s), r.pickup_ms->p50, r.pickup_ms->p95, r.pickup_ms->p99,
           loadavg());
+      if (r.offered_per_s < 0.95 * rs.rate) {
+        fmt::print(
+            "WARNING: the producers offered only {} of {} jobs/s: this level was "
+            "producer-bound, not at its fraction of the drain rate\n",
+            thousands(r.offered_per_s), thousands(rs.rate));
+      }
     }
   }
   TablePrinter table({{"load"},
+                      {"target/s", TablePrinter::Align::kRight},
                       {"offered/s", TablePrinter::Align::kRight},
                       {"completed/s", TablePrinter::Align::kRight},
                       {"pickup p50", TablePrinter::Align::kRight},
@@ -353,11 +360,14 @@ int run_ladder(pg::Connection& admin, const Options& o, const MachineInfo& machi
     }
     const auto pickup = median_percentiles(level.runs, &RunResult::pickup_ms);
     const auto e2e = median_percentiles(level.runs, &RunResult::e2e_ms);
-    table.add_row({level.name, thousands(median(offered)), thousands(median(completed)),
-                   fmt::format("{:.2f}", pickup->p50), fmt::format("{:.2f}", pickup->p95),
-                   fmt::format("{:.2f}", pickup->p99), fmt::format("{:.2f}", e2e->p50)});
+    const double target = level.fraction == 0 ? kIdleRate : level.fraction * median(drains);
+    table.add_row({level.name, thousands(target), thousands(median(offered)),
+                   thousands(median(completed)), fmt::format("{:.2f}", pickup->p50),
+                   fmt::format("{:.2f}", pickup->p95), fmt::format("{:.2f}", pickup->p99),
+                   fmt::format("{:.2f}", e2e->p50)});
     json_levels.push_back({{"load", level.name},
                            {"fraction_of_drain", level.fraction},
+                           {"target_per_s", target},
                            {"offered_per_s", median(offered)},
                            {"completed_per_s", median(completed)},
                            {"pickup_ms", pickup->to_json()},
