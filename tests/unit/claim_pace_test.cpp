@@ -37,7 +37,8 @@ TEST(ClaimPaceTest, SlowHandlersGetNoPrefetch) {
   const Clock::time_point t0{};
   p.observe(0, t0);
   // 8 handlers of 1 s: 8 starts a second; claims of 2 ms.
-  for (int i = 1; i <= 10; ++i) p.claimed(milliseconds(2), 8U * static_cast<unsigned>(i), t0 + milliseconds(1000 * i));
+  for (int i = 1; i <= 10; ++i)
+    p.claimed(milliseconds(2), 8U * static_cast<unsigned>(i), t0 + milliseconds(1000 * i));
   EXPECT_EQ(p.goal(512), 0);  // floor(2 x 0.008/ms x 2 ms)
 }
 
