@@ -175,6 +175,9 @@ struct Client::Impl {
   // several lanes run at once.
   void help_dispatch(QueueState& q);
 
+  // Waits until a claimer of `q` may claim (a helper: also until the queue is busy) and
+  // reserves the rows; 0 when stopping.
+  int await_claim(QueueState& q, bool helper);
   // Reserves a claim: the rows `q` wants now, or 0 (then the caller waits). REQUIRES: mu_.
   int reserve_claim(QueueState& q);
   // One claim on `conn` (opened if needed), at most `want` rows, handed to the workers.

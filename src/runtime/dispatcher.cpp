@@ -34,6 +34,23 @@ int Client::Impl::reserve_claim(QueueState& q) {
   return want;
 }
 
+int Client::Impl::await_claim(QueueState& q, bool helper) {
+  std::unique_lock lock(mu_);
+  int want = 0;
+  // Workers wake us when they leave room to claim (wake_dispatcher_if_room); the timeout
+  // only bounds the wait should a wake-up be missed. A helper also sleeps while the queue
+  // is idle: claimer 0 alone answers notifications, so an idle queue costs one claim per
+  // wake-up, not one per claimer.
+  while (!dispatch_stop_ && ((helper && !q.busy) || (want = reserve_claim(q)) == 0)) {
+    ++q.waiting_claimers;
+    slot_cv_.wait_for(lock, q.config.poll_interval);
+    --q.waiting_claimers;
+    q.claimers_woken = false;
+  }
+  // reserve_claim ran under this lock, so a successful reservation saw dispatch_stop_ unset.
+  return dispatch_stop_ ? 0 : want;
+}
+
 std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Connection>& conn,
                                             int want, bool listen) {
   std::vector<ClaimedEntry> claimed;
@@ -100,22 +117,8 @@ void Client::Impl::dispatch(QueueState& q) {
   auto backoff = kMinBackoff;
   std::size_t quick = 0;
   for (;;) {
-    int want = 0;
-    {
-      std::unique_lock lock(mu_);
-      // Workers wake us when they leave room to claim (wake_dispatcher_if_room); the
-      // timeout only bounds the wait should a wake-up be missed.
-      while (!dispatch_stop_ && (want = reserve_claim(q)) == 0) {
-        ++q.waiting_claimers;
-        slot_cv_.wait_for(lock, q.config.poll_interval);
-        --q.waiting_claimers;
-        q.claimers_woken = false;
-      }
-      if (dispatch_stop_) {
-        q.claiming -= want;
-        break;
-      }
-    }
+    const int want = await_claim(q, false);
+    if (want == 0) break;  // stopping
     const auto got = claim_into(q, conn, want, true);
     if (!got) {
       spdlog::info("dispatcher {}: retrying in {} ms", q.config.name, backoff.count());
@@ -152,22 +155,8 @@ void Client::Impl::help_dispatch(QueueState& q) {
   std::optional<pg::Connection> conn;
   auto backoff = kMinBackoff;
   for (;;) {
-    int want = 0;
-    {
-      std::unique_lock lock(mu_);
-      // Asleep while the queue is idle: claimer 0 alone answers notifications, so an
-      // idle queue costs one claim per wake-up, not one per claimer.
-      while (!dispatch_stop_ && (!q.busy || (want = reserve_claim(q)) == 0)) {
-        ++q.waiting_claimers;
-        slot_cv_.wait_for(lock, q.config.poll_interval);
-        --q.waiting_claimers;
-        q.claimers_woken = false;
-      }
-      if (dispatch_stop_) {
-        q.claiming -= want;
-        break;
-      }
-    }
+    const int want = await_claim(q, true);
+    if (want == 0) break;  // stopping
     if (!claim_into(q, conn, want, false)) {
       if (!pause_dispatch(backoff)) break;
       backoff = std::min(backoff * 2, kMaxBackoff);
