@@ -58,18 +58,20 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
   try {
     if (!conn || !conn->ok()) {
       conn.reset();
-      conn.emplace(pg::Connection::connect(connect_options()));
+      // Kept only once fully set up: a setup step that fails is retried on a new one.
+      auto fresh = pg::Connection::connect(connect_options());
       // A claim need not wait for its WAL flush: if the server loses an acknowledged
       // claim in a crash, the job is simply claimable again (at-least-once: it may run
       // twice, it is never lost), and a completion, which commits synchronously, flushes
       // the WAL through its attempt's claim before it is acknowledged — so no finished job
       // can come back. This takes the fsync out of every claim round trip.
-      conn->exec("SET synchronous_commit = off");
+      fresh.exec("SET synchronous_commit = off");
       if (listen) {
-        conn->listen(q.channel);
-        conn->listen(q.wake_channel);
+        fresh.listen(q.channel);
+        fresh.listen(q.wake_channel);
         spdlog::debug("dispatcher {}: listening", q.config.name);
       }
+      conn.emplace(std::move(fresh));
     }
     // Wake-ups that arrived before this claim are answered by it; dropping them saves
     // an empty claim. One arriving during the claim is kept and wakes the wait after it.
