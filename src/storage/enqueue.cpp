@@ -34,6 +34,7 @@
 #include "pg/pipeline.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
+#include "storage/copy_rows.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/validate.hpp"
 
@@ -114,165 +115,6 @@ std::vector<JobId> parse_int_array(std::string_view text) {
   return out;
 }
 
-// --- binary COPY rows for ready_entries (sql/queries/enqueue/copy_ready.sql) ----------
-
-// 2000-01-01 00:00:00 UTC, the epoch of PostgreSQL's binary timestamps, in Unix micros.
-constexpr std::int64_t kPgEpochMicros = 946'684'800'000'000;
-constexpr std::uint32_t kTextOid = 25;
-constexpr std::size_t kNoPatch = static_cast<std::size_t>(-1);
-
-void put_be(std::string& out, std::uint64_t v, int bytes) {
-  for (int shift = 8 * (bytes - 1); shift >= 0; shift -= 8) {
-    out += static_cast<char>((v >> shift) & 0xff);
-  }
-}
-void put16(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 2); }
-void put32(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 4); }
-void put64(std::string& out, std::int64_t v) { put_be(out, static_cast<std::uint64_t>(v), 8); }
-
-void patch_be(std::string& data, std::size_t at, std::uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) {
-    data[at + static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-}
-
-// Field lengths are int32; validate.cpp caps args at 1 MiB and the rest lower.
-void put_bytes(std::string& out, std::string_view v) {
-  put32(out, static_cast<std::int64_t>(v.size()));
-  out.append(v);
-}
-void put_jsonb(std::string& out, std::string_view json_text) {
-  put32(out, static_cast<std::int64_t>(json_text.size() + 1));
-  out += '\1';  // jsonb binary format version
-  out.append(json_text);
-}
-// text[] in array_send's format: one dimension, no NULL elements.
-void put_text_array(std::string& out, const std::vector<std::string>& items) {
-  std::size_t size = 20;
-  for (const auto& s : items) size += 4 + s.size();
-  put32(out, static_cast<std::int64_t>(size));
-  put32(out, 1);  // dimensions
-  put32(out, 0);  // flags: no NULLs
-  put32(out, kTextOid);
-  put32(out, static_cast<std::int64_t>(items.size()));
-  put32(out, 1);  // lower bound
-  for (const auto& s : items) put_bytes(out, s);
-}
-
-std::int64_t pg_micros(std::chrono::system_clock::time_point tp) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count() -
-         kPgEpochMicros;
-}
-
-// One lane's rows, encoded before the lane is reserved. The values only the reservation
-// knows are zero placeholders, patched in place by patch().
-struct CopyPayload {
-  struct Row {
-    std::size_t slot, seq, id, run_at, created;  // offsets of the values; run_at may be kNoPatch
-  };
-  std::string data;
-  std::vector<Row> rows;
-
-  void patch(std::size_t r, int slot, std::int64_t seq, std::int64_t id, std::int64_t tx_micros) {
-    const Row& row = rows[r];
-    const auto pg_tx = static_cast<std::uint64_t>(tx_micros - kPgEpochMicros);
-    patch_be(data, row.slot, static_cast<std::uint64_t>(slot), 2);
-    patch_be(data, row.seq, static_cast<std::uint64_t>(seq), 8);
-    patch_be(data, row.id, static_cast<std::uint64_t>(id), 8);
-    if (row.run_at != kNoPatch) patch_be(data, row.run_at, pg_tx, 8);
-    patch_be(data, row.created, pg_tx, 8);
-  }
-};
-
-CopyPayload encode_lane(const LaneBatch& lane, std::span<const NewJob> jobs) {
-  CopyPayload p;
-  auto& d = p.data;
-  p.rows.reserve(lane.rows.size());
-  d.reserve(32 + lane.rows.size() * 160);
-  d.append("PGCOPY\n\377\r\n", 11);  // signature, its '\0' included
-  put32(d, 0);                       // flags
-  put32(d, 0);                       // header extension
-  for (const auto i : lane.rows) {
-    const auto& j = jobs[i];
-    CopyPayload::Row row{};
-    put16(d, 14);
-    put32(d, 2);
-    row.slot = d.size();
-    put16(d, 0);
-    put_bytes(d, lane.key.queue);
-    put32(d, 2);
-    put16(d, lane.key.priority);
-    put32(d, 2);
-    put16(d, lane.key.shard);
-    put32(d, 8);
-    row.seq = d.size();
-    put64(d, 0);
-    put32(d, 8);
-    row.id = d.size();
-    put64(d, 0);
-    put_bytes(d, j.kind);
-    put_jsonb(d, j.args_json);
-    put32(d, 2);
-    put16(d, j.opts.max_attempts);
-    put32(d, 8);
-    if (j.opts.run_at) {
-      row.run_at = kNoPatch;
-      put64(d, pg_micros(*j.opts.run_at));
-    } else {
-      row.run_at = d.size();
-      put64(d, 0);
-    }
-    put32(d, 8);
-    row.created = d.size();
-    put64(d, 0);
-    if (j.opts.ordering_key) {
-      put_bytes(d, *j.opts.ordering_key);
-    } else {
-      put32(d, -1);
-    }
-    if (j.opts.metadata.is_null()) {
-      put32(d, -1);
-    } else {
-      put_jsonb(d, j.opts.metadata.dump());
-    }
-    if (j.opts.tags.empty()) {
-      put32(d, -1);
-    } else {
-      put_text_array(d, j.opts.tags);
-    }
-    p.rows.push_back(row);
-  }
-  put16(d, -1);  // trailer
-  return p;
-}
-
-// `sql` with quoted literals for $1..$n, for statements sent without parameters (the COPY
-// script). Comments are copied as they are: a literal must never land in one, where a
-// newline inside it would end the comment.
-std::string bind_literals(std::string_view sql, std::span<const std::string> literals) {
-  std::string out;
-  out.reserve(sql.size() + 64);
-  for (std::size_t i = 0; i < sql.size(); ++i) {
-    if (sql.compare(i, 2, "--") == 0) {
-      const auto end = std::min(sql.find('\n', i), sql.size());
-      out.append(sql.substr(i, end - i));
-      i = end - 1;
-      continue;
-    }
-    if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
-      std::size_t n = 0;
-      std::size_t k = i + 1;
-      while (k < sql.size() && sql[k] >= '0' && sql[k] <= '9')
-        n = n * 10 + static_cast<std::size_t>(sql[k++] - '0');
-      out += literals[n - 1];
-      i = k - 1;
-      continue;
-    }
-    out += sql[i];
-  }
-  return out;
-}
 }  // namespace
 
 struct QueueStorage::Impl {
@@ -500,9 +342,11 @@ struct QueueStorage::Impl {
     if (jobs.empty()) return ids;
     const bool own = !conn.in_transaction();
     const Plan p = plan(conn, jobs);
-    std::vector<CopyPayload> payloads;
+    std::vector<storage::CopyPayload> payloads;
     payloads.reserve(p.lanes.size());
-    for (const auto& lane : p.lanes) payloads.push_back(encode_lane(lane, jobs));
+    for (const auto& lane : p.lanes)
+      payloads.push_back(storage::encode_copy_rows(lane.key.queue, lane.key.priority,
+                                                   lane.key.shard, lane.rows, jobs));
 
     std::optional<std::string> late_error;
     try {
@@ -523,7 +367,7 @@ struct QueueStorage::Impl {
         const std::string lits[] = {
             conn.quote_literal(lane.key.queue), std::to_string(lane.key.priority),
             std::to_string(lane.key.shard), std::to_string(lane.rows.size())};
-        script += bind_literals(reserve_lane, lits);
+        script += storage::bind_literals(reserve_lane, lits);
         script += ";\n";
         script += copy_ready;
         script += ";\n";
@@ -534,7 +378,7 @@ struct QueueStorage::Impl {
         storage::ArrayLiteral q;
         for (const auto& name : p.notify_queues) q.add(name);
         const std::string lits[] = {conn.quote_literal(std::move(q).finish())};
-        notify_sql = bind_literals(notify, lits);
+        notify_sql = storage::bind_literals(notify, lits);
       }
       if (own) {
         script += "COMMIT;\n";
