@@ -61,7 +61,7 @@ std::int64_t pg_micros(std::chrono::system_clock::time_point tp) {
 }  // namespace
 
 void CopyPayload::patch(std::size_t r, int slot, std::int64_t seq, std::int64_t id,
-                      std::int64_t tx_micros) {
+                        std::int64_t tx_micros) {
   const Row& row = rows[r];
   const auto pg_tx = static_cast<std::uint64_t>(tx_micros - kPgEpochMicros);
   patch_be(data, row.slot, static_cast<std::uint64_t>(slot), 2);
@@ -150,8 +150,8 @@ std::string bind_literals(std::string_view sql, std::span<const std::string> lit
       while (k < sql.size() && sql[k] >= '0' && sql[k] <= '9')
         n = n * 10 + static_cast<std::size_t>(sql[k++] - '0');
       if (n == 0 || n > literals.size()) {
-        throw Error(fmt::format("bind_literals: ${} in a statement given {} values", n,
-                                literals.size()));
+        throw Error(
+            fmt::format("bind_literals: ${} in a statement given {} values", n, literals.size()));
       }
       out += literals[n - 1];
       i = k - 1;
