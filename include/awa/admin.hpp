@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "awa/connection.hpp"
+#include "awa/job.hpp"
 
 namespace awa {
 
@@ -85,6 +86,163 @@ struct RingStatus {
   std::optional<RingEvent> last_prune_skip;
 };
 
+// --- queues ------------------------------------------------------------------------------
+
+// A queue's settings (queue_meta; defaults when it has no row).
+struct QueueSettings {
+  std::string queue;
+  int enqueue_shards = 1;
+  bool paused = false;
+  bool dlq_enabled = false;
+  std::optional<std::int64_t> priority_aging_ms;  // claim-time aging; unset: the worker's
+  std::optional<std::int64_t> deadline_ms;        // attempt deadline; unset: the worker's
+  std::optional<int> max_workers_hint;            // informational only
+  bool configured = false;                        // a queue_meta row exists
+};
+
+// A change to a queue's settings: only the fields set are written (an upsert of
+// queue_meta). For the optional numbers, 0 clears the setting (back to the worker's).
+struct QueueConfigChange {
+  std::optional<bool> dlq_enabled;
+  std::optional<std::int64_t> priority_aging_ms;
+  std::optional<std::int64_t> deadline_ms;
+  std::optional<int> max_workers_hint;
+};
+
+// One queue as `awa queue list` / `awa queue stats` show it.
+struct QueueSummary {
+  QueueSettings settings;
+  QueueCounts counts;
+  // Age of the oldest available job (by run_at), in seconds; unset when none is available.
+  std::optional<double> oldest_available_age_s;
+};
+
+// --- jobs --------------------------------------------------------------------------------
+
+// Where a job is now. Live: "scheduled" (deferred, not due or not promoted yet),
+// "retryable" (deferred after a failed or rescued attempt), "available" (ready, not
+// claimed), "running" (claimed, attempt open), "waiting" (attempt waiting for an external
+// callback). Finished: "completed", "failed", "cancelled", "dlq".
+inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available", "running",
+                                             "waiting",   "completed", "failed",    "cancelled",
+                                             "dlq"};
+
+// One job in a listing.
+struct JobSummary {
+  JobId id = 0;
+  std::string queue;
+  std::string kind;
+  std::string state;  // one of kJobStates
+  int priority = 2;
+  int attempt = 0;  // attempts started so far
+  int max_attempts = 0;
+  std::optional<int> enqueue_shard;  // unset while scheduled / retryable / in the DLQ
+  std::string created_at;            // ISO 8601 UTC
+  std::string run_at;                // ISO 8601 UTC
+};
+
+// Filters of list_jobs; every set field must match. Ordered by id, ascending.
+struct JobFilter {
+  std::optional<std::string> queue;
+  std::optional<std::string> state;  // one of kJobStates; InvalidArgument otherwise
+  std::optional<std::string> kind;
+  int limit = 100;             // 1..10000
+  std::optional<JobId> after;  // keyset pagination: ids greater than this
+};
+
+// An error recorded by a failed attempt.
+struct JobError {
+  int attempt = 0;
+  std::string at;  // ISO 8601 UTC
+  std::string error;
+};
+
+// One event in a job's life, oldest first. `event`: "created", "scheduled" (deferred
+// until `detail`), "claimed" (attempt, shard), "completed", "failed", "retried",
+// "snoozed", "rescued", "cancelled", "dlq", "retried_by_operator", "moved".
+struct JobEvent {
+  std::string at;  // ISO 8601 UTC
+  std::string event;
+  int attempt = 0;
+  std::optional<int> enqueue_shard;
+  std::string detail;  // error text, reason or destination; may be empty
+};
+
+// Everything known about one job: `summary` plus its body and history.
+struct JobDetail {
+  JobSummary summary;
+  std::string args_json;
+  std::string metadata_json;          // "null" when none
+  std::vector<std::string> tags;
+  std::optional<std::string> ordering_key;  // raw bytes
+  std::optional<std::int64_t> lane_seq;     // its ready row's place in its lane, when it has one
+  std::int64_t run_lease = 0;
+  std::vector<JobError> errors;
+  std::optional<std::string> progress_json;  // the open attempt's last reported progress
+  std::vector<JobEvent> timeline;
+};
+
+// What an action on one job found and did. `outcome` names the action's result, e.g.
+// "retried", "moved", "reprioritised", "not_found"; `state` is where the job was before.
+struct JobAction {
+  JobId id = 0;
+  std::string state;
+  std::string outcome;
+};
+
+// --- dead-letter queue --------------------------------------------------------------------
+
+struct DlqEntry {
+  JobId id = 0;
+  std::string queue;
+  std::string kind;
+  int priority = 2;
+  int attempt = 0;
+  int max_attempts = 0;
+  std::string reason;
+  std::string dlq_at;  // ISO 8601 UTC
+  std::string args_json;
+  std::vector<JobError> errors;
+};
+
+// Selects dead letters for list / retry / purge. A bulk retry or purge with no filter
+// set and all = false is refused (InvalidArgument): emptying the DLQ must be explicit.
+struct DlqFilter {
+  std::optional<JobId> id;
+  std::optional<std::string> queue;
+  std::optional<std::string> kind;
+  std::optional<std::chrono::seconds> older_than;  // dlq_at older than now - this
+  bool all = false;
+  int limit = 100;  // list only: 1..10000
+};
+
+// --- health --------------------------------------------------------------------------------
+
+struct WorkerInstance {
+  std::string instance_id;
+  std::string hostname;
+  int pid = 0;
+  std::vector<std::string> queues;
+  std::string started_at;    // ISO 8601 UTC
+  std::string last_seen_at;  // ISO 8601 UTC
+  bool is_leader = false;
+};
+
+struct Health {
+  bool healthy = false;  // connected, schema current, a leader ticked recently
+  int schema_version = 0;
+  int expected_schema_version = 0;  // what this build migrates to
+  bool leader_present = false;
+  std::optional<double> leader_tick_age_s;  // since the leader's last maintenance round
+  std::vector<WorkerInstance> workers;      // seen within the last `recent` window
+  struct QueueAge {
+    std::string queue;
+    std::optional<double> oldest_available_age_s;
+  };
+  std::vector<QueueAge> queues;
+  std::vector<std::string> problems;  // why healthy is false, one line each
+};
+
 // One set of privileges a role holds on some objects of the schema.
 struct RoleGrant {
   std::string kind;        // "schema", "tables", "columns", "sequences", "functions",
@@ -129,6 +287,65 @@ class Admin {
 
   // Exact per-state counts of the queue (all zero for a queue never used).
   QueueCounts queue_counts(Connection& conn, const std::string& queue) const;
+
+  // --- queues (awa queue ...) ----------------------------------------------------------
+  // Every queue the schema knows (a queue_meta row, a lane, a deferred job or a dead
+  // letter), by name, with exact counts.
+  std::vector<QueueSummary> list_queues(Connection& conn) const;
+  // One queue's settings and counts (defaults and zeros for a queue never used).
+  QueueSummary queue_summary(Connection& conn, const std::string& queue) const;
+  // Persisted in queue_meta: survives worker restarts. Claims of a paused queue return
+  // nothing; enqueue still works.
+  void pause_queue(Connection& conn, const std::string& queue) const;
+  void resume_queue(Connection& conn, const std::string& queue) const;
+  // Upserts the set fields; out-of-range values are refused by queue_meta's CHECK
+  // constraints (ConstraintViolation, SQLSTATE 23514), nothing changed. Returns the
+  // settings afterwards.
+  QueueSettings configure_queue(Connection& conn, const std::string& queue,
+                                const QueueConfigChange& change) const;
+  // ADR-025's admin lookup: available jobs that have waited at least `aging` per level
+  // are moved to the priority they have aged to (one level per interval, not above 1),
+  // at the tail of that priority's lane on the same shard rule as move_queue. Returns
+  // how many were moved. Ready rows are immutable: each is tombstoned and re-enqueued.
+  int age_waiting_priorities(Connection& conn, const std::string& queue,
+                             std::chrono::milliseconds aging) const;
+
+  // --- jobs (awa job ...) -----------------------------------------------------------------
+  std::vector<JobSummary> list_jobs(Connection& conn, const JobFilter& filter) const;
+  // Unset when no trace of the job is retained.
+  std::optional<JobDetail> job(Connection& conn, JobId id) const;
+  // A failed or cancelled job (or a dead letter) gets a new attempt: it is available
+  // again at once with its attempt count reset; its errors are kept. Other states:
+  // outcome "not_retryable" and nothing changes; unknown id: "not_found".
+  JobAction retry_job(Connection& conn, JobId id) const;
+  // Every failed job of the queue and/or kind (at least one must be given, else
+  // InvalidArgument). Returns the ids retried.
+  std::vector<JobId> retry_failed(Connection& conn, const std::optional<std::string>& queue,
+                                  const std::optional<std::string>& kind) const;
+  // Scheduled / retryable: updated in place. Available: re-enqueued at the tail of the
+  // new priority's lane (same shard rule as move_queue). Running or finished: outcome
+  // "not_movable". Priority outside 1..4: InvalidArgument.
+  JobAction set_job_priority(Connection& conn, JobId id, int priority) const;
+  // move_queue (ADR-025, "Cross-queue administration"): ready or scheduled jobs only. A
+  // keyed ready job lands on source_enqueue_shard % destination_enqueue_shards; an
+  // unkeyed one (or a scheduled one, which has no shard) takes the destination's
+  // ordinary enqueue rule. Never an out-of-range shard. Running or finished: outcome
+  // "not_movable".
+  JobAction move_job(Connection& conn, JobId id, const std::string& destination) const;
+
+  // --- dead-letter queue (awa dlq ...) ------------------------------------------------------
+  std::vector<DlqEntry> list_dlq(Connection& conn, const DlqFilter& filter) const;
+  // Dead letters per queue, by queue name.
+  std::vector<std::pair<std::string, std::int64_t>> dlq_depth(Connection& conn) const;
+  // Moves the selected dead letters back to ready (attempt count reset); returns the ids.
+  std::vector<JobId> retry_dlq(Connection& conn, const DlqFilter& filter) const;
+  // Deletes the selected dead letters; returns how many.
+  std::int64_t purge_dlq(Connection& conn, const DlqFilter& filter) const;
+
+  // --- health (awa health) -------------------------------------------------------------------
+  // Never throws for an unhealthy state; throws ConnectionError only via `conn` itself.
+  // `recent`: how long ago a worker or leader tick still counts as alive.
+  Health health(Connection& conn, std::chrono::seconds recent = std::chrono::seconds(30)) const;
 
   // Rotates `ring` ("queue", "claim" or "lease"): the next slot becomes current, only if
   // its previous generation was pruned and the current slot holds rows. A
