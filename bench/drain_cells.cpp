@@ -14,6 +14,7 @@
 #include "awa/queue_storage.hpp"
 #include "pg/copy.hpp"
 #include "schema/migrator.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::bench {
 namespace {
@@ -131,7 +132,7 @@ void seed_queue(pg::Connection& admin, const ScopedSchema& schema, std::string_v
     if (keys > 0) opts.ordering_key = fmt::format("k{}", i % keys);
     batch.emplace_back(std::string(kind), nlohmann::json{{"seq", i}}, opts);
     if (batch.size() == 5000 || i + 1 == jobs) {
-      store.insert_many_copy(admin, batch);
+      storage::insert_many_copy(store, admin, batch);
       batch.clear();
     }
   }
@@ -176,13 +177,13 @@ DrainCell drain_storage(pg::Connection& admin, const DrainSetup& o, int shards) 
   co.max_batch = o.claim_batch;
   const DrainCell cell = measure_drain(admin, o, schema, [&](pg::Connection& c) {
     const auto t0 = Clock::now();
-    const auto claimed = store.claim(c, std::string(kQueue), co);
+    const auto claimed = storage::consumer(store).claim(c, std::string(kQueue), co);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (claimed.empty()) return StepResult{0, ms, 1};
     std::vector<Completion> done;
     done.reserve(claimed.size());
     for (const auto& e : claimed) done.push_back(Completion::of(e, Outcome::kCompleted));
-    for (const auto& r : store.complete(c, done)) stale += r.stale() ? 1 : 0;
+    for (const auto& r : storage::consumer(store).complete(c, done)) stale += r.stale() ? 1 : 0;
     return StepResult{static_cast<int>(claimed.size()), ms, 2};
   });
   const auto completed = admin

@@ -16,6 +16,7 @@
 #include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "drain_cells.hpp"
+#include "pg/native.hpp"
 #include "schema/migrator.hpp"
 
 namespace awa::bench {
@@ -180,8 +181,7 @@ RunResult run_rate(pg::Connection& admin, const E2eSetup& o) {
   QueueStorage store(StorageOptions{schema.name()});
   std::vector<Connection> producers;
   for (int p = 0; p < o.producers; ++p) {
-    producers.emplace_back(
-        std::make_unique<pg::Connection>(connect("awa_bench_e2e_producer", kStatementTimeout)));
+    producers.emplace_back(pg::adopt(connect("awa_bench_e2e_producer", kStatementTimeout)));
   }
   // Warm-up: lanes created, statements prepared, pool connections open; not measured.
   for (std::int64_t i = 0; i < warmup; ++i) {

@@ -44,6 +44,7 @@
 #include "schema/migrator.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::bench {
 namespace {
@@ -250,10 +251,10 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
         insert_plain_rows(conn, plain_one_sql, jobs);
         break;
       case Mode::kInsert:
-        store->insert_many(conn, jobs);
+        storage::insert_many(*store, conn, jobs);
         break;
       case Mode::kCopy:
-        store->insert_many_copy(conn, jobs);
+        storage::insert_many_copy(*store, conn, jobs);
         break;
     }
   };

@@ -93,8 +93,10 @@
 #include "awa/queue_storage.hpp"
 #include "bench_common.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "runtime/maintenance_leader.hpp"
 #include "schema/migrator.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::bench {
 namespace {
@@ -232,8 +234,7 @@ std::string url_with_statement_timeout(std::string url, seconds timeout) {
 }
 
 awa::Connection open_conn(const char* application_name) {
-  return awa::Connection(
-      std::make_unique<pg::Connection>(connect(application_name, kStatementTimeout)));
+  return pg::adopt(connect(application_name, kStatementTimeout));
 }
 
 void prepare_schema(pg::Connection& admin, const ScopedSchema& schema, int shards) {
@@ -257,7 +258,7 @@ void seed(pg::Connection& c, QueueStorage& store, std::int64_t first, std::int64
   for (std::int64_t i = 0; i < n; ++i) {
     jobs.emplace_back(std::string(kKind), nlohmann::json{{"n", first + i}}, queue_opts());
     if (static_cast<int>(jobs.size()) == batch || i + 1 == n) {
-      store.insert_many_copy(c, jobs);
+      storage::insert_many_copy(store, c, jobs);
       jobs.clear();
     }
   }
@@ -269,7 +270,7 @@ void complete_all(pg::Connection& c, QueueStorage& store,
   std::vector<Completion> done;
   done.reserve(claimed.size());
   for (const auto& e : claimed) done.push_back(Completion::of(e, Outcome::kCompleted));
-  for (const auto& r : store.complete(c, done)) {
+  for (const auto& r : storage::consumer(store).complete(c, done)) {
     if (r.stale())
       throw std::runtime_error(fmt::format("completion of job {} was stale", r.job_id));
   }
@@ -340,7 +341,7 @@ class SlotsProbe {
         conn_(open_conn("awa_bench_history")),
         store_(StorageOptions{schema_.name()}) {
     prepare_schema(admin, schema_, shards);
-    auto& c = conn_.native();
+    auto& c = pg::native(conn_);
     const Admin adm(schema_.name());
     // The first part holds what the measurement consumes plus its share of the backlog.
     const std::int64_t consumed = static_cast<std::int64_t>(kSlotsWarmup + o.claims) * kClaimRows;
@@ -371,11 +372,11 @@ class SlotsProbe {
 
   // One 32-row claim (timed: the claim call only), then its completion.
   void claim(bool timed) {
-    auto& c = conn_.native();
+    auto& c = pg::native(conn_);
     QueueStorage::ClaimOptions co;
     co.max_batch = kClaimRows;
     const auto t0 = Clock::now();
-    const auto claimed = store_.claim(c, std::string(kQueue), co);
+    const auto claimed = storage::consumer(store_).claim(c, std::string(kQueue), co);
     const double t = ms_since(t0);
     if (claimed.empty()) throw std::runtime_error("a claim returned no rows: the backlog ran out");
     complete_all(c, store_, claimed);
@@ -496,7 +497,7 @@ History build_history(pg::Connection& admin, const Options& o, const std::string
             co.max_batch = o.history_claim_batch;
             while (completed.load() < jobs) {
               check();
-              const auto claimed = store.claim(c, std::string(kQueue), co);
+              const auto claimed = storage::consumer(store).claim(c, std::string(kQueue), co);
               if (claimed.empty()) {
                 std::this_thread::sleep_for(milliseconds(1));
                 continue;
@@ -549,7 +550,7 @@ class HistoryProbe {
         conn_(open_conn("awa_bench_history")),
         store_(StorageOptions{h.schema->name()}) {
     const ScopedSchema& schema = *h.schema;
-    auto& c = conn_.native();
+    auto& c = pg::native(conn_);
     cell_.name = h.name;
     cell_.history_jobs = h.jobs;
     cell_.build_s = h.build_s;
@@ -561,12 +562,12 @@ class HistoryProbe {
     for (int i = 0; i < o.live_pending + o.open_attempts; ++i) {
       jobs.emplace_back(std::string(kKind), nlohmann::json{{"live", i}}, queue_opts());
     }
-    store_.insert_many(c, jobs);
+    storage::insert_many(store_, c, jobs);
     int open = 0;
     while (open < o.open_attempts) {
       QueueStorage::ClaimOptions co;
       co.max_batch = std::min(kOpenPerClaim, o.open_attempts - open);
-      const auto claimed = store_.claim(c, std::string(kQueue), co);
+      const auto claimed = storage::consumer(store_).claim(c, std::string(kQueue), co);
       if (claimed.empty()) throw std::runtime_error("could not claim the open attempts");
       open += static_cast<int>(claimed.size());
     }
@@ -580,7 +581,7 @@ class HistoryProbe {
   // One rescue tick, timed; nothing is stale, so it must rescue nothing.
   void rescue(bool timed) {
     const auto t0 = Clock::now();
-    const auto rescued = store_.rescue(conn_.native(), kStale, kRescueLimit);
+    const auto rescued = storage::consumer(store_).rescue(pg::native(conn_), kStale, kRescueLimit);
     const double t = ms_since(t0);
     if (!rescued.empty()) {
       throw std::runtime_error(fmt::format("rescue closed {} attempts (first: job {}, {})",
@@ -592,11 +593,11 @@ class HistoryProbe {
 
   // One 32-row claim, timed; then (untimed) its completion and as many new jobs.
   void claim(bool timed) {
-    auto& c = conn_.native();
+    auto& c = pg::native(conn_);
     QueueStorage::ClaimOptions co;
     co.max_batch = kClaimRows;
     const auto t0 = Clock::now();
-    const auto claimed = store_.claim(c, std::string(kQueue), co);
+    const auto claimed = storage::consumer(store_).claim(c, std::string(kQueue), co);
     const double t = ms_since(t0);
     if (claimed.empty()) throw std::runtime_error("a claim returned no rows");
     complete_all(c, store_, claimed);
@@ -604,7 +605,7 @@ class HistoryProbe {
     for (std::size_t i = 0; i < claimed.size(); ++i) {
       again.emplace_back(std::string(kKind), nlohmann::json{{"again", i}}, queue_opts());
     }
-    store_.insert_many(c, again);
+    storage::insert_many(store_, c, again);
     if (timed) {
       claim_ms_.push_back(t);
       rows_ += static_cast<std::int64_t>(claimed.size());
@@ -697,7 +698,7 @@ class RescueProbe {
       auto next = Clock::now();
       while (!stop.stop_requested()) {
         const auto t0 = Clock::now();
-        rescued_ += store_.rescue(conn_, kStale, kRescueLimit).size();
+        rescued_ += storage::consumer(store_).rescue(conn_, kStale, kRescueLimit).size();
         ms_.push_back(ms_since(t0));
         next += kRescueProbeEvery;
         while (!stop.stop_requested() && Clock::now() < next) {
@@ -770,7 +771,7 @@ AbCell run_ab_cell(pg::Connection& admin, const Options& o, bool deadline) {
     for (std::int64_t i = 0; i < kAbWarmup; ++i) {
       warm.emplace_back(std::string(kKind), nlohmann::json{{"seq", -1}}, queue_opts());
     }
-    store.insert_many(producer, warm);
+    storage::insert_many(store, producer, warm);
     if (!wait_completed(client, kAbWarmup, seconds(60))) {
       throw std::runtime_error("warm-up jobs did not complete within 60 s");
     }
@@ -795,7 +796,7 @@ AbCell run_ab_cell(pg::Connection& admin, const Options& o, bool deadline) {
     for (std::int64_t j = sent; j < sent + k; ++j) {
       batch.emplace_back(std::string(kKind), nlohmann::json{{"seq", j}}, queue_opts());
     }
-    store.insert_many(producer, batch);
+    storage::insert_many(store, producer, batch);
     const auto now = since_base(Clock::now());
     for (std::int64_t j = sent; j < sent + k; ++j) enqueued[static_cast<std::size_t>(j)] = now;
     sent += k;
@@ -826,8 +827,7 @@ AbCell run_ab_cell(pg::Connection& admin, const Options& o, bool deadline) {
   }
   r.pickup_ms = latency(std::move(pickup));
 
-  awa::Connection check(
-      std::make_unique<pg::Connection>(connect("awa_bench_history_check", kStatementTimeout)));
+  awa::Connection check = pg::adopt(connect("awa_bench_history_check", kStatementTimeout));
   const auto counts = Admin(schema.name()).queue_counts(check, std::string(kQueue));
   if (counts.completed != kAbWarmup + n || r.stats.stale_completions != 0) {
     throw std::runtime_error(fmt::format("A/B: {} completed of {}, {} stale completions",

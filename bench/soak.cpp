@@ -77,7 +77,9 @@
 #include "awa/queue_storage.hpp"
 #include "bench_common.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "schema/migrator.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::bench {
 namespace {
@@ -330,8 +332,7 @@ RunResult run_soak(pg::Connection& admin, const Options& o, const CountingSink& 
   r.schema = schema.name();
   schema::Migrator(schema.name()).migrate(admin);
   {
-    Connection pub(
-        std::make_unique<pg::Connection>(connect("awa_bench_soak_admin", kStatementTimeout)));
+    Connection pub = pg::adopt(connect("awa_bench_soak_admin", kStatementTimeout));
     Admin(schema.name()).set_enqueue_shards(pub, std::string(kQueue), o.shards);
   }
   auto sampler = connect("awa_bench_soak_sampler", kStatementTimeout);
@@ -399,7 +400,7 @@ RunResult run_soak(pg::Connection& admin, const Options& o, const CountingSink& 
   opts.queue = std::string(kQueue);
   for (std::int64_t i = 0; i < warmup; ++i) {  // lanes, statements, pool connections
     const std::vector<NewJob> one{NewJob(std::string(kKind), {{"seq", -1}}, opts)};
-    store.insert_many(*producer_conn, one);
+    storage::insert_many(store, *producer_conn, one);
   }
   {
     const auto give_up = Clock::now() + seconds(30);
@@ -455,7 +456,7 @@ RunResult run_soak(pg::Connection& admin, const Options& o, const CountingSink& 
         for (std::int64_t i = 0; i < n; ++i) {
           batch.emplace_back(std::string(kKind), nlohmann::json{{"seq", sent + i}}, opts);
         }
-        store.insert_many(*producer_conn, batch);
+        storage::insert_many(store, *producer_conn, batch);
         const auto done = since_base(Clock::now());
         for (std::int64_t i = 0; i < n; ++i) enqueued[static_cast<std::size_t>(sent + i)] = done;
         sent += n;
@@ -578,8 +579,7 @@ RunResult run_soak(pg::Connection& admin, const Options& o, const CountingSink& 
   }
   check_recovery(r.samples[take("final")]);
   {
-    Connection pub(
-        std::make_unique<pg::Connection>(connect("awa_bench_soak_admin", kStatementTimeout)));
+    Connection pub = pg::adopt(connect("awa_bench_soak_admin", kStatementTimeout));
     r.rings = Admin(schema.name()).storage_status(pub);
   }
 

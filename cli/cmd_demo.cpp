@@ -21,6 +21,7 @@
 #include "awa/connection.hpp"
 #include "cli.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "schema/migrator.hpp"
 #include "schema/sql_catalog.hpp"
 
@@ -47,13 +48,13 @@ double percentile(std::vector<double> v, double p) {
 int demo(const Context& ctx) {
   const auto& url = ctx.require_database_url();
   auto conn = Connection::connect(url);
-  const auto report = schema::Migrator(ctx.schema).migrate(conn.native());
+  const auto report = schema::Migrator(ctx.schema).migrate(pg::native(conn));
   fmt::print("schema {}: version {} ({} migration(s) applied now)\n", report.schema, report.version,
              report.applied.size());
   Admin(ctx.schema).set_enqueue_shards(conn, kQueue, 4);
-  conn.native().query("UPDATE " + sql::quote_schema(ctx.schema) +
-                          ".queue_meta SET dlq_enabled = true WHERE queue = $1",
-                      std::string(kQueue));
+  pg::native(conn).query("UPDATE " + sql::quote_schema(ctx.schema) +
+                             ".queue_meta SET dlq_enabled = true WHERE queue = $1",
+                         std::string(kQueue));
   fmt::print("queue {}: 4 enqueue shards, dead-letter queue on\n", kQueue);
 
   std::mutex mu;
@@ -157,7 +158,7 @@ int demo(const Context& ctx) {
   id_list += "}";
   const auto qs = sql::quote_schema(ctx.schema);
   const auto dlq =
-      conn.native()
+      pg::native(conn)
           .query("SELECT count(*) FROM " + qs + ".dlq_entries WHERE job_id = ANY($1::bigint[])",
                  id_list)
           .get<std::int64_t>(0, 0);

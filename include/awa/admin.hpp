@@ -123,9 +123,9 @@ struct QueueSummary {
 // "retryable" (deferred after a failed or rescued attempt), "available" (ready, not
 // claimed), "running" (claimed, attempt open), "waiting" (attempt waiting for an external
 // callback). Finished: "completed", "failed", "cancelled", "dlq".
-inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available", "running",
-                                             "waiting",   "completed", "failed",    "cancelled",
-                                             "dlq"};
+inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available",
+                                             "running",   "waiting",   "completed",
+                                             "failed",    "cancelled", "dlq"};
 
 // One job in a listing.
 struct JobSummary {
@@ -172,7 +172,7 @@ struct JobEvent {
 struct JobDetail {
   JobSummary summary;
   std::string args_json;
-  std::string metadata_json;          // "null" when none
+  std::string metadata_json;  // "null" when none
   std::vector<std::string> tags;
   std::optional<std::string> ordering_key;  // raw bytes
   std::optional<std::int64_t> lane_seq;     // its ready row's place in its lane, when it has one

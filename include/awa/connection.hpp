@@ -16,18 +16,15 @@
 
 namespace awa {
 
-namespace pg {
-class Connection;
-class Transaction;
-}  // namespace pg
+namespace detail {
+struct ConnectionAccess;
+}  // namespace detail
 
 class Connection {
  public:
   // Throws ConnectionError when the database cannot be reached within the timeout.
   static Connection connect(const std::string& url,
                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
-  // Adopts an internal connection (used by the runtime and tests).
-  explicit Connection(std::unique_ptr<pg::Connection> conn);
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
   ~Connection();
@@ -36,10 +33,12 @@ class Connection {
   void execute(std::string_view sql);
   bool in_transaction() const;
 
-  pg::Connection& native() noexcept { return *conn_; }
+  struct Impl;
 
  private:
-  std::unique_ptr<pg::Connection> conn_;
+  friend struct detail::ConnectionAccess;
+  explicit Connection(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // BEGIN on construction; rolls back on destruction unless commit() was called.
@@ -55,7 +54,8 @@ class Transaction {
   void rollback();
 
  private:
-  std::unique_ptr<pg::Transaction> tx_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace awa

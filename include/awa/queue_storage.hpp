@@ -32,6 +32,10 @@
 
 namespace awa {
 
+namespace detail {
+struct StorageAccess;
+}  // namespace detail
+
 struct StorageOptions {
   // Schema holding the queue tables. Default: "awa".
   std::string schema = "awa";
@@ -50,10 +54,6 @@ class QueueStorage {
   // The same routing and reservation, rows sent with COPY (the high-volume path).
   std::vector<JobId> insert_many_copy(Connection& conn, std::span<const NewJob> jobs);
 
-  // The same operations on an internal connection (runtime, benchmarks).
-  std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs);
-  std::vector<JobId> insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs);
-
   // --- consumer side -------------------------------------------------------------------
   struct ClaimOptions {
     // Rows per claim, from one lane. Default: 512.
@@ -65,16 +65,15 @@ class QueueStorage {
     std::optional<std::chrono::milliseconds> aging;
   };
   // One claim_ready_runtime call (its own transaction unless the caller opened one).
-  std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue,
+  std::vector<ClaimedEntry> claim(Connection& conn, const std::string& queue,
                                   const ClaimOptions& options);
-  std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue) {
+  std::vector<ClaimedEntry> claim(Connection& conn, const std::string& queue) {
     return claim(conn, queue, ClaimOptions{});
   }
 
   // Applies many completions in one statement (one transaction unless the caller opened
   // one). Results are in input order; stale ones changed nothing.
-  std::vector<CompletionResult> complete(pg::Connection& conn,
-                                         std::span<const Completion> completions);
+  std::vector<CompletionResult> complete(Connection& conn, std::span<const Completion> completions);
 
   // Heartbeats open attempts, materialising a leases row for each on its first beat
   // (progress, when given, is stored on the lease). Returns the ids of the attempts that
@@ -94,7 +93,7 @@ class QueueStorage {
               entry.ready_slot, entry.attempt,   std::move(progress)};
     }
   };
-  std::vector<std::pair<JobId, std::int64_t>> heartbeat(pg::Connection& conn,
+  std::vector<std::pair<JobId, std::int64_t>> heartbeat(Connection& conn,
                                                         std::span<const Heartbeat> beats);
 
   // Closes attempts whose heartbeat (or claim, for receipt-only attempts) is older than
@@ -105,20 +104,19 @@ class QueueStorage {
     std::string state;  // "rescued" (retried), "failed" or "dlq"
     std::string why;
   };
-  std::vector<Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
-                              int limit = 1000);
+  std::vector<Rescued> rescue(Connection& conn, std::chrono::milliseconds stale, int limit = 1000);
 
   // Hands back claimed attempts whose handlers never started (release_attempts): each is
   // closed without consuming its attempt, `reason` goes to the attempt history, and the
   // job is back in ready in the same transaction, claimable at once (at its lane's
   // tail). Attempts closed meanwhile are left alone. Returns how many were handed back.
-  int release(pg::Connection& conn, std::span<const ClaimedEntry> entries, std::string_view reason);
+  int release(Connection& conn, std::span<const ClaimedEntry> entries, std::string_view reason);
 
   // Moves up to `limit` due deferred jobs to ready; returns how many.
-  int promote_due(pg::Connection& conn, int limit = 1000);
+  int promote_due(Connection& conn, int limit = 1000);
 
   // The queue's enqueue_shards as this store sees it (cached after the first read).
-  int enqueue_shards(pg::Connection& conn, const std::string& queue);
+  int enqueue_shards(Connection& conn, const std::string& queue);
 
   // Forgets the cached shard counts and lanes: the next enqueue re-reads queue_meta.
   // Call after changing enqueue_shards (or restart the process), per ADR-025.
@@ -135,6 +133,7 @@ class QueueStorage {
   const std::string& schema() const noexcept;
 
  private:
+  friend struct detail::StorageAccess;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,6 +2,7 @@
 #include "awa/connection.hpp"
 
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 
 namespace awa {
 
@@ -9,21 +10,25 @@ Connection Connection::connect(const std::string& url, std::chrono::milliseconds
   pg::ConnectOptions o;
   o.url = url;
   o.connect_timeout = timeout;
-  return Connection(std::make_unique<pg::Connection>(pg::Connection::connect(o)));
+  return pg::adopt(pg::Connection::connect(o));
 }
 
-Connection::Connection(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
+Connection::Connection(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connection::Connection(Connection&&) noexcept = default;
 Connection& Connection::operator=(Connection&&) noexcept = default;
 Connection::~Connection() = default;
 
-void Connection::execute(std::string_view sql) { conn_->exec(sql); }
-bool Connection::in_transaction() const { return conn_->in_transaction(); }
+void Connection::execute(std::string_view sql) { impl_->conn.exec(sql); }
+bool Connection::in_transaction() const { return impl_->conn.in_transaction(); }
 
-Transaction::Transaction(Connection& conn)
-    : tx_(std::make_unique<pg::Transaction>(conn.native())) {}
+struct Transaction::Impl {
+  explicit Impl(pg::Connection& conn) : tx(conn) {}
+  pg::Transaction tx;
+};
+
+Transaction::Transaction(Connection& conn) : impl_(std::make_unique<Impl>(pg::native(conn))) {}
 Transaction::~Transaction() = default;  // pg::Transaction rolls back unless committed
-void Transaction::commit() { tx_->commit(); }
-void Transaction::rollback() { tx_->rollback(); }
+void Transaction::commit() { impl_->tx.commit(); }
+void Transaction::rollback() { impl_->tx.rollback(); }
 
 }  // namespace awa

@@ -8,6 +8,7 @@
 #include "awa/error.hpp"
 #include "schema/migrator.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/store_access.hpp"
 #include "storage/validate.hpp"
 
 namespace awa {
@@ -227,7 +228,7 @@ void Client::Impl::wake(const std::string& channel) {
 
 std::vector<JobId> Client::Impl::insert_many(std::span<const NewJob> jobs) {
   auto conn = pool_->acquire();
-  return store_->insert_many(*conn, jobs);
+  return storage::insert_many(*store_, *conn, jobs);
 }
 
 ClientStats Client::Impl::stats() const {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::runtime {
 
@@ -92,7 +93,7 @@ void CompletionBatcher::run() {
 
 void CompletionBatcher::write_once(std::span<const Completion> batch) {
   auto conn = pool_.acquire();
-  const auto results = store_.complete(*conn, batch);
+  const auto results = storage::consumer(store_).complete(*conn, batch);
   std::uint64_t stale = 0;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (results[i].stale()) ++stale;

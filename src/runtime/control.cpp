@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa {
 namespace {
@@ -30,7 +31,8 @@ void Client::Impl::beat_one(Job& job, std::optional<std::string> progress) {
   try {
     auto conn = pool_->acquire();
     const auto beat = QueueStorage::Heartbeat::of(job.entry(), std::move(progress));
-    if (store_->heartbeat(*conn, std::span(&beat, 1)).empty()) job.request_stop();
+    if (storage::consumer(*store_).heartbeat(*conn, std::span(&beat, 1)).empty())
+      job.request_stop();
   } catch (const Error& e) {
     // Progress is best effort; the periodic heartbeat keeps the attempt alive.
     spdlog::warn("job {}: heartbeat failed: {}", job.job_id(), e.what());
@@ -52,7 +54,7 @@ void Client::Impl::stop_closed(const std::vector<QueueStorage::Heartbeat>& beats
                                std::string_view why) {
   try {
     auto conn = pool_->acquire();
-    const auto open = store_->heartbeat(*conn, beats);
+    const auto open = storage::consumer(*store_).heartbeat(*conn, beats);
     const std::set<std::pair<JobId, std::int64_t>> still(open.begin(), open.end());
     std::lock_guard lock(mu_);
     for (const auto& b : beats) {

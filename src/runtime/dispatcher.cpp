@@ -1,6 +1,7 @@
 // The dispatchers: one thread per queue that claims on its own LISTENing connection, for
 // the free workers and a prefetch buffer sized by the pace of the workers.
 #include "runtime/client_impl.hpp"
+#include "storage/store_access.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -84,7 +85,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     copts.deadline = q.config.deadline;
     copts.aging = q.config.priority_aging;
     const auto t0 = Clock::now();
-    claimed = store_->claim(*conn, q.config.name, copts);
+    claimed = storage::consumer(*store_).claim(*conn, q.config.name, copts);
     took = Clock::now() - t0;
   } catch (const std::exception& e) {
     {
@@ -209,7 +210,8 @@ void Client::Impl::release_prefetched() {
     for (const auto& j : jobs) entries.push_back(j->entry());
     try {
       auto conn = pool_->acquire();
-      const int n = store_->release(*conn, entries, "released unstarted: the worker stopped");
+      const int n = storage::consumer(*store_).release(*conn, entries,
+                                                       "released unstarted: the worker stopped");
       released_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
       metrics::engine().job_released.with({q->config.name}).inc(static_cast<std::uint64_t>(n));
       spdlog::info("queue {}: handed back {} prefetched jobs", q->config.name, n);

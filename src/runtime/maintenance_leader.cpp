@@ -9,7 +9,9 @@
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::runtime {
 namespace {
@@ -54,7 +56,7 @@ bool MaintenanceLeader::pause(std::chrono::milliseconds d) {
 }
 
 void MaintenanceLeader::run() {
-  // The public wrapper, so that Admin can use it too; native() for everything else.
+  // The public wrapper, so that Admin can use it too; pg::native() for everything else.
   std::optional<awa::Connection> conn;
   auto backoff = kMinBackoff;
   for (;;) {
@@ -64,13 +66,15 @@ void MaintenanceLeader::run() {
     }
     auto wait = options_.interval;
     try {
-      if (!conn || !conn->native().ok()) {
+      if (!conn || !pg::native(*conn).ok()) {
         if (leader_.exchange(false)) spdlog::warn("maintenance: lost leadership (connection lost)");
         conn.reset();
-        conn.emplace(std::make_unique<pg::Connection>(pg::Connection::connect(options_.connect)));
+        conn.emplace(pg::adopt(pg::Connection::connect(options_.connect)));
       }
       if (!leader_.load()) {
-        if (conn->native().exec(try_lock_sql_, pg::make_params(options_.schema)).get<bool>(0, 0)) {
+        if (pg::native(*conn)
+                .exec(try_lock_sql_, pg::make_params(options_.schema))
+                .get<bool>(0, 0)) {
           leader_.store(true);
           spdlog::info("maintenance: this process is the leader for schema {}", options_.schema);
         }
@@ -80,7 +84,7 @@ void MaintenanceLeader::run() {
     } catch (const std::exception& e) {
       // A broken connection takes the session lock with it; any other failure (a
       // statement error) leaves the lock held, and the next round tries again.
-      if (!conn || !conn->native().ok()) {
+      if (!conn || !pg::native(*conn).ok()) {
         if (leader_.exchange(false))
           spdlog::warn("maintenance: lost leadership: {}", e.what());
         else
@@ -96,7 +100,7 @@ void MaintenanceLeader::run() {
   }
   if (conn && leader_.load()) {
     try {
-      conn->native().exec(release_sql_, pg::make_params(options_.schema));
+      pg::native(*conn).exec(release_sql_, pg::make_params(options_.schema));
     } catch (const std::exception& e) {
       spdlog::warn("maintenance: releasing the leader lock: {} (closing releases it)", e.what());
     }
@@ -110,7 +114,7 @@ void MaintenanceLeader::round(awa::Connection& conn) {
   // Rescue first: rescued jobs land in deferred_jobs due now, and the promotion below
   // then puts them back on ready in the same round.
   for (;;) {
-    const auto rescued = store_.rescue(conn.native(), options_.stale_after, options_.batch);
+    const auto rescued = store_.rescue(conn, options_.stale_after, options_.batch);
     if (!rescued.empty()) {
       rescued_.fetch_add(rescued.size(), std::memory_order_relaxed);
       spdlog::info("maintenance: rescued {} stale attempts (first: job {} {}: {})", rescued.size(),
@@ -121,7 +125,7 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     if (stopping_) return;
   }
   for (;;) {
-    const int n = store_.promote_due(conn.native(), options_.batch);
+    const int n = store_.promote_due(conn, options_.batch);
     promoted_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     if (n < options_.batch) break;
     std::lock_guard lock(mu_);

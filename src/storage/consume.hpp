@@ -26,16 +26,16 @@ class Consumer {
   explicit Consumer(const std::string& quoted_schema);
 
   std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue,
-                                  const QueueStorage::ClaimOptions& options) const;
+                                  const QueueStorage::ClaimOptions& options = {}) const;
   std::vector<CompletionResult> complete(pg::Connection& conn,
                                          std::span<const Completion> completions) const;
-  int promote_due(pg::Connection& conn, int limit) const;
+  int promote_due(pg::Connection& conn, int limit = 1000) const;
   int release(pg::Connection& conn, std::span<const ClaimedEntry> entries,
               std::string_view reason) const;
   std::vector<std::pair<JobId, std::int64_t>> heartbeat(
       pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const;
   std::vector<QueueStorage::Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
-                                            int limit) const;
+                                            int limit = 1000) const;
 
  private:
   std::string claim_sql_;

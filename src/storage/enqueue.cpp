@@ -31,11 +31,13 @@
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/copy.hpp"
+#include "pg/native.hpp"
 #include "pg/pipeline.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
 #include "storage/copy_rows.hpp"
 #include "storage/pg_array.hpp"
+#include "storage/store_access.hpp"
 #include "storage/validate.hpp"
 
 namespace awa {
@@ -465,58 +467,67 @@ QueueStorage::QueueStorage(StorageOptions options)
 QueueStorage::~QueueStorage() = default;
 
 JobId QueueStorage::insert(Connection& conn, const NewJob& job) {
-  return impl_->insert_many(conn.native(), std::span<const NewJob>(&job, 1)).front();
+  return impl_->insert_many(pg::native(conn), std::span<const NewJob>(&job, 1)).front();
 }
 std::vector<JobId> QueueStorage::insert_many(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_many(conn.native(), jobs);
+  return impl_->insert_many(pg::native(conn), jobs);
 }
 std::vector<JobId> QueueStorage::insert_many_copy(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_many_copy(conn.native(), jobs);
+  return impl_->insert_many_copy(pg::native(conn), jobs);
 }
-std::vector<JobId> QueueStorage::insert_many(pg::Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_many(conn, jobs);
+int QueueStorage::enqueue_shards(Connection& conn, const std::string& queue) {
+  return storage::enqueue_shards(*this, pg::native(conn), queue);
 }
-std::vector<JobId> QueueStorage::insert_many_copy(pg::Connection& conn,
-                                                  std::span<const NewJob> jobs) {
-  return impl_->insert_many_copy(conn, jobs);
-}
-
-int QueueStorage::enqueue_shards(pg::Connection& conn, const std::string& queue) {
-  storage::validate_queue_name(queue);
-  std::unordered_map<std::string, int> out;
-  impl_->load_shard_counts(conn, {queue}, out);
-  return out.at(queue);
-}
-
-std::vector<ClaimedEntry> QueueStorage::claim(pg::Connection& conn, const std::string& queue,
+std::vector<ClaimedEntry> QueueStorage::claim(Connection& conn, const std::string& queue,
                                               const ClaimOptions& options) {
-  return impl_->consumer.claim(conn, queue, options);
+  return impl_->consumer.claim(pg::native(conn), queue, options);
 }
-
-std::vector<CompletionResult> QueueStorage::complete(pg::Connection& conn,
+std::vector<CompletionResult> QueueStorage::complete(Connection& conn,
                                                      std::span<const Completion> completions) {
-  return impl_->consumer.complete(conn, completions);
+  return impl_->consumer.complete(pg::native(conn), completions);
 }
-
-int QueueStorage::promote_due(pg::Connection& conn, int limit) {
-  return impl_->consumer.promote_due(conn, limit);
+int QueueStorage::promote_due(Connection& conn, int limit) {
+  return impl_->consumer.promote_due(pg::native(conn), limit);
 }
-
-int QueueStorage::release(pg::Connection& conn, std::span<const ClaimedEntry> entries,
+int QueueStorage::release(Connection& conn, std::span<const ClaimedEntry> entries,
                           std::string_view reason) {
-  return impl_->consumer.release(conn, entries, reason);
+  return impl_->consumer.release(pg::native(conn), entries, reason);
 }
-
 std::vector<std::pair<JobId, std::int64_t>> QueueStorage::heartbeat(
-    pg::Connection& conn, std::span<const Heartbeat> beats) {
-  return impl_->consumer.heartbeat(conn, beats);
+    Connection& conn, std::span<const Heartbeat> beats) {
+  return impl_->consumer.heartbeat(pg::native(conn), beats);
 }
-
-std::vector<QueueStorage::Rescued> QueueStorage::rescue(pg::Connection& conn,
+std::vector<QueueStorage::Rescued> QueueStorage::rescue(Connection& conn,
                                                         std::chrono::milliseconds stale,
                                                         int limit) {
-  return impl_->consumer.rescue(conn, stale, limit);
+  return impl_->consumer.rescue(pg::native(conn), stale, limit);
 }
+
+namespace detail {
+struct StorageAccess {
+  static QueueStorage::Impl& impl(QueueStorage& store) { return *store.impl_; }
+};
+}  // namespace detail
+
+namespace storage {
+
+std::vector<JobId> insert_many(QueueStorage& store, pg::Connection& conn,
+                               std::span<const NewJob> jobs) {
+  return detail::StorageAccess::impl(store).insert_many(conn, jobs);
+}
+std::vector<JobId> insert_many_copy(QueueStorage& store, pg::Connection& conn,
+                                    std::span<const NewJob> jobs) {
+  return detail::StorageAccess::impl(store).insert_many_copy(conn, jobs);
+}
+int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue) {
+  validate_queue_name(queue);
+  std::unordered_map<std::string, int> out;
+  detail::StorageAccess::impl(store).load_shard_counts(conn, {queue}, out);
+  return out.at(queue);
+}
+Consumer& consumer(QueueStorage& store) { return detail::StorageAccess::impl(store).consumer; }
+
+}  // namespace storage
 
 void QueueStorage::reset() {
   std::unique_lock lock(impl_->mu);

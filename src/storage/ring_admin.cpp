@@ -6,6 +6,7 @@
 #include "awa/admin.hpp"
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/validate.hpp"
 
@@ -22,7 +23,7 @@ void validate_ring(const std::string& ring) {
 
 QueueCounts Admin::queue_counts(Connection& conn, const std::string& queue) const {
   storage::validate_queue_name(queue);
-  const auto res = conn.native().exec(
+  const auto res = pg::native(conn).exec(
       sql::render(sql::file("queries/admin/queue_counts.sql"), quoted_), pg::make_params(queue));
   QueueCounts c;
   c.available = res.get<std::int64_t>(0, 0);
@@ -38,8 +39,8 @@ QueueCounts Admin::queue_counts(Connection& conn, const std::string& queue) cons
 
 RingAction Admin::rotate(Connection& conn, const std::string& ring) const {
   validate_ring(ring);
-  const auto res = conn.native().exec(sql::render(sql::file("queries/rings/rotate.sql"), quoted_),
-                                      pg::make_params(ring));
+  const auto res = pg::native(conn).exec(
+      sql::render(sql::file("queries/rings/rotate.sql"), quoted_), pg::make_params(ring));
   RingAction a;
   a.ring = ring;
   a.done = res.get<bool>(0, 0);
@@ -53,7 +54,7 @@ RingAction Admin::prune(Connection& conn, const std::string& ring, bool carry,
                         std::chrono::seconds failed_retention) const {
   validate_ring(ring);
   if (failed_retention.count() < 0) throw InvalidArgument("failed retention must not be negative");
-  const auto res = conn.native().exec(
+  const auto res = pg::native(conn).exec(
       sql::render(sql::file("queries/rings/prune.sql"), quoted_),
       pg::make_params(ring, carry, std::to_string(failed_retention.count()) + " seconds"));
   RingAction a;
@@ -70,11 +71,11 @@ RingAction Admin::prune(Connection& conn, const std::string& ring, bool carry,
 std::vector<RingStatus> Admin::storage_status(Connection& conn) const {
   // One snapshot for the slots and the events, so they agree with each other.
   Transaction tx(conn);
-  conn.native().exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  pg::native(conn).exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   const auto slots =
-      conn.native().exec(sql::render(sql::file("queries/rings/status.sql"), quoted_));
+      pg::native(conn).exec(sql::render(sql::file("queries/rings/status.sql"), quoted_));
   const auto events =
-      conn.native().exec(sql::render(sql::file("queries/rings/events.sql"), quoted_));
+      pg::native(conn).exec(sql::render(sql::file("queries/rings/events.sql"), quoted_));
   tx.commit();
 
   std::vector<RingStatus> out;

@@ -4,6 +4,7 @@
 #include "awa/admin.hpp"
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
 
@@ -50,7 +51,7 @@ RolesReport Admin::setup_roles(Connection& conn, std::string_view prefix) const 
   for (const auto& n : names) array.add(n);
   const std::string role_array = std::move(array).finish();
 
-  auto& pg = conn.native();
+  auto& pg = pg::native(conn);
   std::optional<Transaction> tx;
   if (!conn.in_transaction()) tx.emplace(conn);
   pg.exec(sql::file("roles/lock.sql"));

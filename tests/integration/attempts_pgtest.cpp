@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "awa/admin.hpp"
+#include "pg/native.hpp"
 #include "producer_support.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -16,7 +18,7 @@ class AttemptsTest : public StorageTest {
  protected:
   ClaimedEntry claim_one(const std::string& queue, QueueStorage::ClaimOptions o = {}) {
     o.max_batch = 1;
-    auto got = store_->claim(conn(), queue, o);
+    auto got = storage::consumer(*store_).claim(conn(), queue, o);
     if (got.size() != 1) throw std::runtime_error("expected one claimed job on " + queue);
     return got[0];
   }
@@ -29,7 +31,7 @@ class AttemptsTest : public StorageTest {
     InsertOpts o = on_queue(queue);
     o.max_attempts = max_attempts;
     o.ordering_key = std::move(key);
-    return store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+    return storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
   }
   Connection public_conn() {
     auto c = Connection::connect(database_url());
@@ -44,21 +46,22 @@ TEST_F(AttemptsTest, FirstHeartbeatMaterialisesALeaseOnTheReceiptsShard) {
   ASSERT_EQ(e.enqueue_shard, 4);
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0) << "short attempts stay receipt-only";
 
-  auto open = store_->heartbeat(conn(), std::vector{beat(e, R"({"percent": 10})")});
+  auto open =
+      storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e, R"({"percent": 10})")});
   ASSERT_EQ(open.size(), 1U);
   EXPECT_EQ(open[0].first, e.job_id);
   EXPECT_EQ(count("SELECT count(*) FROM leases WHERE enqueue_shard = 4 AND lane_seq = " +
                   std::to_string(e.lane_seq) + " AND run_lease = 1 AND state = 'running'"),
             1);
-  open = store_->heartbeat(conn(), std::vector{beat(e, R"({"percent": 50})")});
+  open = storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e, R"({"percent": 50})")});
   ASSERT_EQ(open.size(), 1U);
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 1);
   EXPECT_EQ(count("SELECT (progress->>'percent')::bigint FROM leases"), 50);
 
   // Completion ends the lease with the attempt.
-  store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  storage::consumer(*store_).complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
-  EXPECT_TRUE(store_->heartbeat(conn(), std::vector{beat(e)}).empty())
+  EXPECT_TRUE(storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e)}).empty())
       << "a closed attempt must not report as open";
 }
 
@@ -66,33 +69,35 @@ TEST_F(AttemptsTest, StaleReceiptIsRescuedRetriedAndItsLateCompletionIsStale) {
   enqueue("rs");
   const auto e = claim_one("rs");
   // Nothing is stale within a minute.
-  EXPECT_TRUE(store_->rescue(conn(), std::chrono::minutes(1)).empty());
-  const auto rescued = store_->rescue(conn(), milliseconds(0));
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), std::chrono::minutes(1)).empty());
+  const auto rescued = storage::consumer(*store_).rescue(conn(), milliseconds(0));
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].job_id, e.job_id);
   EXPECT_EQ(rescued[0].state, "rescued");
   EXPECT_EQ(rescued[0].why, "rescued: heartbeat stale");
-  EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty()) << "rescued twice";
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(0)).empty())
+      << "rescued twice";
 
-  EXPECT_EQ(store_->promote_due(conn()), 1);
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 1);
   const auto again = claim_one("rs");
   EXPECT_EQ(again.job_id, e.job_id);
   EXPECT_EQ(again.attempt, 2) << "a rescue counts against max_attempts";
   EXPECT_EQ(again.run_lease, 2);
-  const auto late = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  const auto late = storage::consumer(*store_).complete(
+      conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
   EXPECT_TRUE(late[0].stale());
-  const auto now =
-      store_->complete(conn(), std::vector{Completion::of(again, Outcome::kCompleted)});
+  const auto now = storage::consumer(*store_).complete(
+      conn(), std::vector{Completion::of(again, Outcome::kCompleted)});
   EXPECT_EQ(now[0].state, "completed");
 }
 
 TEST_F(AttemptsTest, RescueRespectsMaxAttempts) {
   enqueue("rm", 1);
   claim_one("rm");
-  const auto rescued = store_->rescue(conn(), milliseconds(0));
+  const auto rescued = storage::consumer(*store_).rescue(conn(), milliseconds(0));
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].state, "failed");
-  EXPECT_EQ(store_->promote_due(conn()), 0);
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 0);
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'failed'"), 1);
 }
 
@@ -101,11 +106,11 @@ TEST_F(AttemptsTest, HeartbeatKeepsAnAttemptAliveAndDeadlineRescuesIt) {
   QueueStorage::ClaimOptions o;
   o.deadline = std::chrono::hours(1);
   const auto e = claim_one("dl", o);
-  store_->heartbeat(conn(), std::vector{beat(e)});
-  EXPECT_TRUE(store_->rescue(conn(), std::chrono::minutes(1)).empty());
+  storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e)});
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), std::chrono::minutes(1)).empty());
   // Let the hard deadline pass without waiting for it (a sleep would race a slow build).
   conn().exec("UPDATE claim_batches SET deadline_at = now() - interval '1 second'");
-  const auto rescued = store_->rescue(conn(), std::chrono::minutes(1));
+  const auto rescued = storage::consumer(*store_).rescue(conn(), std::chrono::minutes(1));
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].why, "rescued: deadline exceeded");
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
@@ -117,22 +122,24 @@ TEST_F(AttemptsTest, PromotionWithNothingDueCreatesNoTempTable) {
   // writes and bloat once a second per schema.
   InsertOpts later = on_queue("later");
   later.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
-  store_->insert_many(conn(), std::vector<NewJob>{NewJob("x", nlohmann::json::object(), later)});
+  storage::insert_many(*store_, conn(),
+                       std::vector<NewJob>{NewJob("x", nlohmann::json::object(), later)});
   pg::Transaction tx(conn());
-  EXPECT_EQ(store_->promote_due(conn()), 0);
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 0);
   EXPECT_EQ(count("SELECT count(*) FROM pg_class WHERE relname = 'awa_promote_batch' "
                   "AND relnamespace = pg_my_temp_schema()"),
             0);
   tx.rollback();
   // With a due job it still promotes.
   conn().exec("UPDATE deferred_jobs SET run_at = now() - interval '1 s'");
-  EXPECT_EQ(store_->promote_due(conn()), 1);
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 1);
 }
 
 TEST_F(AttemptsTest, CancelScheduledJob) {
   InsertOpts o = on_queue("cs");
   o.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
-  const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+  const auto id =
+      storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
   auto pc = public_conn();
   Admin admin(schema_);
   EXPECT_EQ(admin.cancel_job(pc, id), "scheduled");
@@ -162,7 +169,7 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
   const auto id = enqueue("cr", 25, "customer-42");
   const auto e = claim_one("cr");
   ASSERT_EQ(e.enqueue_shard, 4);
-  store_->heartbeat(conn(), std::vector{beat(e)});
+  storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e)});
 
   auto listener = connect_new();
   listener.listen("awa:cancel");
@@ -174,10 +181,11 @@ TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) 
 
   EXPECT_EQ(count("SELECT enqueue_shard FROM attempt_outcomes WHERE state = 'cancelled'"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM leases"), 0);
-  EXPECT_TRUE(store_->heartbeat(conn(), std::vector{beat(e)}).empty());
-  const auto r = store_->complete(conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
+  EXPECT_TRUE(storage::consumer(*store_).heartbeat(conn(), std::vector{beat(e)}).empty());
+  const auto r = storage::consumer(*store_).complete(
+      conn(), std::vector{Completion::of(e, Outcome::kCompleted)});
   EXPECT_TRUE(r[0].stale());
-  EXPECT_TRUE(store_->rescue(conn(), milliseconds(0)).empty());
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(0)).empty());
 }
 
 TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished) {
@@ -188,12 +196,13 @@ TEST_F(AttemptsTest, CancelRacingAnUncommittedCompletionWaitsAndFindsItFinished)
   const auto e = claim_one("race");
   auto completer = connect_new();
   completer.exec("BEGIN");
-  ASSERT_EQ(
-      store_->complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)})[0].state,
-      "completed");
+  ASSERT_EQ(storage::consumer(*store_)
+                .complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)})[0]
+                .state,
+            "completed");
 
   auto canceller = public_conn();
-  const int pid = canceller.native().backend_pid();
+  const int pid = pg::native(canceller).backend_pid();
   const Admin admin(schema_);
   BackgroundCall<std::string> cancel(pid, [&] { return admin.cancel_job(canceller, id); });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
@@ -219,7 +228,8 @@ TEST_F(AttemptsTest, CompletionRacingAnUncommittedCancelWaitsAndIsStale) {
   auto completer = connect_new();
   const int pid = completer.backend_pid();
   BackgroundCall<std::vector<CompletionResult>> complete(pid, [&] {
-    return store_->complete(completer, std::vector{Completion::of(e, Outcome::kCompleted)});
+    return storage::consumer(*store_).complete(completer,
+                                               std::vector{Completion::of(e, Outcome::kCompleted)});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
       << "completion did not wait for the open cancel";

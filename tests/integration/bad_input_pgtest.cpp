@@ -26,6 +26,7 @@
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "cli_runner.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -60,7 +61,7 @@ class BadInputTest : public StorageTest {
     NewJob later("seed", Json::object(), on_queue("hot"));
     later.opts.run_at = std::chrono::system_clock::now() + 1h;
     jobs.push_back(later);
-    store_->insert_many(conn(), jobs);
+    storage::insert_many(*store_, conn(), jobs);
   }
 
   std::string base() const { return "--database-url '" + database_url() + "' --schema " + schema_; }
@@ -312,9 +313,9 @@ TEST_F(BadInputTest, ApiRejectsBadJobsWithInvalidArgumentAndChangesNothing) {
       const auto before = snapshot();
       try {
         if (copy) {
-          store_->insert_many_copy(conn(), batch);
+          storage::insert_many_copy(*store_, conn(), batch);
         } else {
-          store_->insert_many(conn(), batch);
+          storage::insert_many(*store_, conn(), batch);
         }
         ADD_FAILURE() << "accepted";
       } catch (const InvalidArgument& e) {

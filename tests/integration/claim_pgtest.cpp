@@ -11,6 +11,7 @@
 
 #include "awa/error.hpp"
 #include "producer_support.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -30,7 +31,7 @@ class ClaimTest : public StorageTest {
       o.ordering_key = key;
       jobs.emplace_back("work", nlohmann::json{{"i", i}}, o);
     }
-    return store_->insert_many(conn(), jobs);
+    return storage::insert_many(*store_, conn(), jobs);
   }
 
   // Claims and completes until the queue yields nothing; returns the jobs completed.
@@ -39,11 +40,11 @@ class ClaimTest : public StorageTest {
     for (int round = 0; round < 100000; ++round) {
       QueueStorage::ClaimOptions o;
       o.max_batch = batch;
-      const auto claimed = store_->claim(c, queue, o);
+      const auto claimed = storage::consumer(*store_).claim(c, queue, o);
       if (claimed.empty()) break;
       std::vector<Completion> cs;
       for (const auto& e : claimed) cs.push_back(Completion::of(e, Outcome::kCompleted));
-      for (const auto& r : store_->complete(c, cs)) {
+      for (const auto& r : storage::consumer(*store_).complete(c, cs)) {
         EXPECT_EQ(r.state, "completed");
         ++done;
       }
@@ -66,7 +67,7 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
       auto c = connect_new();
       for (int b = 0; b < 4; ++b) {
         std::vector<NewJob> jobs(25, NewJob("work", nlohmann::json::object(), on_queue("rt")));
-        store_->insert_many(c, jobs);
+        storage::insert_many(*store_, c, jobs);
       }
     });
   }
@@ -144,7 +145,7 @@ TEST_P(ConcurrentClaimTest, EightClaimersNeverDuplicateSkipOrReorder) {
       for (int round = 0; round < 10000 && empty_in_a_row < 20; ++round) {
         QueueStorage::ClaimOptions o;
         o.max_batch = 7;
-        auto got = store_->claim(c, "cc", o);
+        auto got = storage::consumer(*store_).claim(c, "cc", o);
         if (got.empty()) {
           ++empty_in_a_row;
           std::this_thread::yield();
@@ -158,7 +159,8 @@ TEST_P(ConcurrentClaimTest, EightClaimersNeverDuplicateSkipOrReorder) {
   }
   for (auto& t : claimers) t.join();
   // Whatever contention left behind, one more claimer takes.
-  for (auto got = store_->claim(conn(), "cc"); !got.empty(); got = store_->claim(conn(), "cc")) {
+  for (auto got = storage::consumer(*store_).claim(conn(), "cc"); !got.empty();
+       got = storage::consumer(*store_).claim(conn(), "cc")) {
     batches.push_back(std::move(got));
   }
 
@@ -195,17 +197,17 @@ TEST_F(ClaimTest, ClaimGapDoesNotSkipUncommittedEnqueue) {
   // An open producer transaction at the lane head must stop the claim on that lane; its
   // rollback leaves a gap the claim then passes.
   enqueue("gap", 2);
-  ASSERT_EQ(store_->claim(conn(), "gap").size(), 2U);
+  ASSERT_EQ(storage::consumer(*store_).claim(conn(), "gap").size(), 2U);
 
   auto producer = connect_new();
   producer.exec("BEGIN");
   std::vector<NewJob> pending(3, NewJob("work", nlohmann::json::object(), on_queue("gap")));
-  store_->insert_many(producer, pending);  // lane_seq 3..5, uncommitted, lane lock held
-  EXPECT_TRUE(store_->claim(conn(), "gap").empty());
+  storage::insert_many(*store_, producer, pending);  // lane_seq 3..5, uncommitted, lane lock held
+  EXPECT_TRUE(storage::consumer(*store_).claim(conn(), "gap").empty());
   producer.exec("ROLLBACK");
 
   enqueue("gap", 2);  // lane_seq 6..7
-  const auto got = store_->claim(conn(), "gap");
+  const auto got = storage::consumer(*store_).claim(conn(), "gap");
   ASSERT_EQ(got.size(), 2U);
   EXPECT_EQ(got[0].lane_seq, 6);
   EXPECT_EQ(got[1].lane_seq, 7);
@@ -221,13 +223,14 @@ TEST_F(ClaimTest, UncommittedHeadBlocksOnlyItsOwnLane) {
   producer.exec("BEGIN");
   InsertOpts o = on_queue("two");
   o.ordering_key = k0;
-  store_->insert_many(producer, std::vector<NewJob>{NewJob("w", nlohmann::json::object(), o)});
+  storage::insert_many(*store_, producer,
+                       std::vector<NewJob>{NewJob("w", nlohmann::json::object(), o)});
   enqueue("two", 3, 2, k1);
-  const auto got = store_->claim(conn(), "two");
+  const auto got = storage::consumer(*store_).claim(conn(), "two");
   ASSERT_EQ(got.size(), 3U);
   EXPECT_EQ(got[0].enqueue_shard, shard_for_ordering_key(k1, 2));
   producer.exec("COMMIT");
-  const auto rest = store_->claim(conn(), "two");
+  const auto rest = storage::consumer(*store_).claim(conn(), "two");
   ASSERT_EQ(rest.size(), 1U);
   EXPECT_EQ(rest[0].enqueue_shard, shard_for_ordering_key(k0, 2));
 }
@@ -235,10 +238,10 @@ TEST_F(ClaimTest, UncommittedHeadBlocksOnlyItsOwnLane) {
 TEST_F(ClaimTest, RolledBackClaimHandsTheSameRowsOutAgain) {
   enqueue("rb", 5);
   conn().exec("BEGIN");
-  const auto first = store_->claim(conn(), "rb");
+  const auto first = storage::consumer(*store_).claim(conn(), "rb");
   ASSERT_EQ(first.size(), 5U);
   conn().exec("ROLLBACK");
-  const auto again = store_->claim(conn(), "rb");
+  const auto again = storage::consumer(*store_).claim(conn(), "rb");
   ASSERT_EQ(again.size(), 5U);
   for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(again[i].job_id, first[i].job_id);
@@ -257,19 +260,19 @@ TEST_F(ClaimTest, CrashBeforeCommitLosesNothingAndCrashAfterCommitDuplicatesNoth
     victim.exec("BEGIN");
     QueueStorage::ClaimOptions o;
     o.max_batch = 3;
-    ASSERT_EQ(store_->claim(victim, "crash", o).size(), 3U);
+    ASSERT_EQ(storage::consumer(*store_).claim(victim, "crash", o).size(), 3U);
     conn().query("SELECT pg_terminate_backend($1)", victim.backend_pid());
   }
   {
     auto victim = connect_new();
     QueueStorage::ClaimOptions o;
     o.max_batch = 3;
-    const auto got = store_->claim(victim, "crash", o);  // commits
+    const auto got = storage::consumer(*store_).claim(victim, "crash", o);  // commits
     ASSERT_EQ(got.size(), 3U);
     EXPECT_EQ(got[0].lane_seq, 1);  // the first claim's rows came back
     conn().query("SELECT pg_terminate_backend($1)", victim.backend_pid());
   }
-  const auto rest = store_->claim(conn(), "crash");
+  const auto rest = storage::consumer(*store_).claim(conn(), "crash");
   ASSERT_EQ(rest.size(), 3U);
   EXPECT_EQ(rest[0].lane_seq, 4);
   EXPECT_EQ(count("SELECT coalesce(sum(n_items), 0) FROM claim_batches"), 6);
@@ -286,8 +289,8 @@ TEST_F(ClaimTest, ClaimMergesOneLaneAcrossLiveReadySlotsInLaneOrder) {
   enqueue("ring", 2);
   QueueStorage::ClaimOptions o;
   o.max_batch = 5;
-  const auto first = store_->claim(conn(), "ring", o);
-  const auto rest = store_->claim(conn(), "ring", o);
+  const auto first = storage::consumer(*store_).claim(conn(), "ring", o);
+  const auto rest = storage::consumer(*store_).claim(conn(), "ring", o);
   ASSERT_EQ(first.size(), 5U);
   ASSERT_EQ(rest.size(), 3U);
   std::vector<std::pair<std::int64_t, int>> got;
@@ -302,9 +305,9 @@ TEST_F(ClaimTest, ClaimMergesOneLaneAcrossLiveReadySlotsInLaneOrder) {
 TEST_F(ClaimTest, PausedQueueReturnsNothing) {
   enqueue("p", 2);
   conn().exec("INSERT INTO queue_meta (queue, paused) VALUES ('p', true)");
-  EXPECT_TRUE(store_->claim(conn(), "p").empty());
+  EXPECT_TRUE(storage::consumer(*store_).claim(conn(), "p").empty());
   conn().exec("UPDATE queue_meta SET paused = false WHERE queue = 'p'");
-  EXPECT_EQ(store_->claim(conn(), "p").size(), 2U);
+  EXPECT_EQ(storage::consumer(*store_).claim(conn(), "p").size(), 2U);
 }
 
 TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
@@ -315,11 +318,12 @@ TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   o.ordering_key = std::string("customer-42");
   o.metadata = {{"trace", "abc"}};
   o.tags = {"a", "b c", "d\"e"};
-  const auto id =
-      store_->insert_many(conn(), std::vector<NewJob>{NewJob("email", {{"to", "x@y"}}, o)}).front();
+  const auto id = storage::insert_many(*store_, conn(),
+                                       std::vector<NewJob>{NewJob("email", {{"to", "x@y"}}, o)})
+                      .front();
   QueueStorage::ClaimOptions co;
   co.deadline = milliseconds(60000);
-  const auto got = store_->claim(conn(), "f", co);
+  const auto got = storage::consumer(*store_).claim(conn(), "f", co);
   ASSERT_EQ(got.size(), 1U);
   const auto& e = got[0];
   EXPECT_EQ(e.job_id, id);
@@ -351,13 +355,13 @@ TEST_F(ClaimTest, TheSameAttemptTwiceInOneCallIsClosedOnce) {
   enqueue("dup", 3);
   QueueStorage::ClaimOptions o;
   o.max_batch = 3;
-  const auto c = store_->claim(conn(), "dup", o);
+  const auto c = storage::consumer(*store_).claim(conn(), "dup", o);
   ASSERT_EQ(c.size(), 3U);
   const auto retry = Completion::of(c[0], Outcome::kRetry, "again");
   const auto snooze = Completion::of(c[1], Outcome::kSnooze, "", std::chrono::milliseconds(0));
   const auto dead = Completion::of(c[2], Outcome::kFail, "dead");
-  const auto res =
-      store_->complete(conn(), std::vector<Completion>{retry, snooze, dead, retry, snooze, dead});
+  const auto res = storage::consumer(*store_).complete(
+      conn(), std::vector<Completion>{retry, snooze, dead, retry, snooze, dead});
   ASSERT_EQ(res.size(), 6U);
   EXPECT_EQ(res[0].state, "retried");
   EXPECT_EQ(res[1].state, "snoozed");
@@ -375,8 +379,8 @@ TEST_F(ClaimTest, ClosersOfTheSameBatchesInOppositeOrdersNeverDeadlock) {
   enqueue("two", 4);
   QueueStorage::ClaimOptions o;
   o.max_batch = 2;
-  const auto a = store_->claim(conn(), "two", o);  // batch A
-  const auto b = store_->claim(conn(), "two", o);  // batch B
+  const auto a = storage::consumer(*store_).claim(conn(), "two", o);  // batch A
+  const auto b = storage::consumer(*store_).claim(conn(), "two", o);  // batch B
   ASSERT_EQ(a.size(), 2U);
   ASSERT_EQ(b.size(), 2U);
   ASSERT_LT(a[0].claim_batch, b[0].claim_batch);
@@ -384,18 +388,20 @@ TEST_F(ClaimTest, ClosersOfTheSameBatchesInOppositeOrdersNeverDeadlock) {
   pg::Connection holder = connect_new();
   pg::Connection other = connect_new();
   pg::Transaction tx(holder);
-  store_->complete(holder, std::vector<Completion>{Completion::of(a[0], Outcome::kCompleted)});
+  storage::consumer(*store_).complete(
+      holder, std::vector<Completion>{Completion::of(a[0], Outcome::kCompleted)});
   // `other` closes B's and A's attempts, B first in its input: it must wait for A.
   const int other_pid = other.backend_pid();
   BackgroundCall<std::vector<CompletionResult>> late(other_pid, [&] {
-    return store_->complete(other,
-                            std::vector<Completion>{Completion::of(b[0], Outcome::kCompleted),
-                                                    Completion::of(a[1], Outcome::kCompleted)});
+    return storage::consumer(*store_).complete(
+        other, std::vector<Completion>{Completion::of(b[0], Outcome::kCompleted),
+                                       Completion::of(a[1], Outcome::kCompleted)});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), other_pid); }));
   // The holder now wants B too: with input-order locking `other` would hold it.
   try {
-    store_->complete(holder, std::vector<Completion>{Completion::of(b[1], Outcome::kCompleted)});
+    storage::consumer(*store_).complete(
+        holder, std::vector<Completion>{Completion::of(b[1], Outcome::kCompleted)});
     tx.commit();
   } catch (const Error& e) {
     ADD_FAILURE() << "holder: " << e.what() << " [" << e.sqlstate() << "]";
@@ -415,7 +421,7 @@ TEST_F(ClaimTest, ClosersOfTheSameBatchesInOppositeOrdersNeverDeadlock) {
 
 TEST_F(ClaimTest, StaleCompletionChangesNothing) {
   enqueue("st", 1);
-  auto claimed = store_->claim(conn(), "st");
+  auto claimed = storage::consumer(*store_).claim(conn(), "st");
   ASSERT_EQ(claimed.size(), 1U);
   const auto ok = Completion::of(claimed[0], Outcome::kCompleted);
   // An attempt is named by its claim batch and lane position: a completion naming a
@@ -424,13 +430,14 @@ TEST_F(ClaimTest, StaleCompletionChangesNothing) {
   no_such_batch.claim_batch += 1000;
   auto outside = ok;
   outside.lane_seq += 1;
-  auto res = store_->complete(conn(), std::vector<Completion>{no_such_batch, outside});
+  auto res =
+      storage::consumer(*store_).complete(conn(), std::vector<Completion>{no_such_batch, outside});
   EXPECT_TRUE(res[0].stale());
   EXPECT_TRUE(res[1].stale());
-  res = store_->complete(conn(), std::vector<Completion>{ok, ok});
+  res = storage::consumer(*store_).complete(conn(), std::vector<Completion>{ok, ok});
   EXPECT_EQ(res[0].state, "completed");
   EXPECT_TRUE(res[1].stale()) << "the same attempt finalised twice in one batch";
-  res = store_->complete(
+  res = storage::consumer(*store_).complete(
       conn(), std::vector<Completion>{Completion::of(claimed[0], Outcome::kFail, "late")});
   EXPECT_TRUE(res[0].stale());
   EXPECT_EQ(done_count(), 1);
@@ -439,13 +446,14 @@ TEST_F(ClaimTest, StaleCompletionChangesNothing) {
 
 TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
   enqueue("rc", 1);
-  const auto first = store_->claim(conn(), "rc");
+  const auto first = storage::consumer(*store_).claim(conn(), "rc");
   ASSERT_EQ(first.size(), 1U);
-  auto r = store_->complete(conn(), std::vector<Completion>{Completion::of(
-                                        first[0], Outcome::kRetry, "boom", milliseconds(0))});
+  auto r = storage::consumer(*store_).complete(
+      conn(),
+      std::vector<Completion>{Completion::of(first[0], Outcome::kRetry, "boom", milliseconds(0))});
   EXPECT_EQ(r[0].state, "retried");
-  EXPECT_EQ(store_->promote_due(conn()), 1);
-  const auto second = store_->claim(conn(), "rc");
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 1);
+  const auto second = storage::consumer(*store_).claim(conn(), "rc");
   ASSERT_EQ(second.size(), 1U);
   EXPECT_EQ(second[0].job_id, first[0].job_id);
   EXPECT_EQ(second[0].run_lease, 2);
@@ -453,9 +461,9 @@ TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
   EXPECT_EQ(second[0].errors.size(), 1U);
   EXPECT_EQ(second[0].errors[0]["error"], "boom");
   // The old attempt reports late: stale. The new one completes.
-  r = store_->complete(conn(),
-                       std::vector<Completion>{Completion::of(first[0], Outcome::kCompleted),
-                                               Completion::of(second[0], Outcome::kCompleted)});
+  r = storage::consumer(*store_).complete(
+      conn(), std::vector<Completion>{Completion::of(first[0], Outcome::kCompleted),
+                                      Completion::of(second[0], Outcome::kCompleted)});
   EXPECT_TRUE(r[0].stale());
   EXPECT_EQ(r[1].state, "completed");
 }
@@ -463,20 +471,21 @@ TEST_F(ClaimTest, CompletionOfARetriedAttemptAfterReclaimIsStale) {
 TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
   InsertOpts o = on_queue("mx");
   o.max_attempts = 3;
-  const auto id = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+  const auto id =
+      storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
   std::vector<std::string> states;
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    const auto got = store_->claim(conn(), "mx");
+    const auto got = storage::consumer(*store_).claim(conn(), "mx");
     ASSERT_EQ(got.size(), 1U) << "attempt " << attempt;
     EXPECT_EQ(got[0].attempt, attempt);
-    const auto r = store_->complete(
+    const auto r = storage::consumer(*store_).complete(
         conn(), std::vector<Completion>{Completion::of(
                     got[0], Outcome::kRetry, "err " + std::to_string(attempt), milliseconds(0))});
     states.push_back(*r[0].state);
-    store_->promote_due(conn());
+    storage::consumer(*store_).promote_due(conn());
   }
   EXPECT_EQ(states, (std::vector<std::string>{"retried", "retried", "failed"}));
-  EXPECT_TRUE(store_->claim(conn(), "mx").empty());
+  EXPECT_TRUE(storage::consumer(*store_).claim(conn(), "mx").empty());
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 0);
   // The error of every attempt is kept: two on the last ready row, the last on the done row.
   const auto last = conn().exec(
@@ -497,13 +506,15 @@ TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
   InsertOpts o = on_queue("dq");
   o.max_attempts = 2;
   const auto id =
-      store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {{"x", 1}}, o)}).front();
+      storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("w", {{"x", 1}}, o)})
+          .front();
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    const auto got = store_->claim(conn(), "dq");
+    const auto got = storage::consumer(*store_).claim(conn(), "dq");
     ASSERT_EQ(got.size(), 1U);
-    store_->complete(conn(), std::vector<Completion>{
-                                 Completion::of(got[0], Outcome::kRetry, "bad", milliseconds(0))});
-    store_->promote_due(conn());
+    storage::consumer(*store_).complete(
+        conn(),
+        std::vector<Completion>{Completion::of(got[0], Outcome::kRetry, "bad", milliseconds(0))});
+    storage::consumer(*store_).promote_due(conn());
   }
   const auto dlq = conn().exec(
       "SELECT job_id, attempt, reason, jsonb_array_length(errors), args::text "
@@ -516,12 +527,13 @@ TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
   EXPECT_EQ(dlq.get<std::string>(0, 4), "{\"x\": 1}");
   EXPECT_EQ(done_count("state = 'dlq'"), 1);
   // A terminal failure skips the remaining attempts.
-  const auto id2 = store_->insert_many(conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
-  const auto got = store_->claim(conn(), "dq");
+  const auto id2 =
+      storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("w", {}, o)}).front();
+  const auto got = storage::consumer(*store_).claim(conn(), "dq");
   ASSERT_EQ(got.size(), 1U);
-  EXPECT_EQ(store_
-                ->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kFail,
-                                                                          "fatal")})[0]
+  EXPECT_EQ(storage::consumer(*store_)
+                .complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kFail,
+                                                                         "fatal")})[0]
                 .state,
             "dlq");
   EXPECT_EQ(count("SELECT attempt FROM dlq_entries WHERE job_id = " + std::to_string(id2)), 1);
@@ -529,17 +541,17 @@ TEST_F(ClaimTest, ExhaustedRetriesGoToTheDlqWhenTheQueueEnablesIt) {
 
 TEST_F(ClaimTest, SnoozeKeepsTheAttemptCount) {
   enqueue("sz", 1);
-  const auto first = store_->claim(conn(), "sz");
+  const auto first = storage::consumer(*store_).claim(conn(), "sz");
   ASSERT_EQ(first.size(), 1U);
-  EXPECT_EQ(store_
-                ->complete(conn(), std::vector<Completion>{Completion::of(
-                                       first[0], Outcome::kSnooze, {}, milliseconds(0))})[0]
+  EXPECT_EQ(storage::consumer(*store_)
+                .complete(conn(), std::vector<Completion>{Completion::of(first[0], Outcome::kSnooze,
+                                                                         {}, milliseconds(0))})[0]
                 .state,
             "snoozed");
   EXPECT_EQ(count("SELECT attempt FROM deferred_jobs"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs WHERE reason = 'snooze'"), 1);
-  store_->promote_due(conn());
-  const auto second = store_->claim(conn(), "sz");
+  storage::consumer(*store_).promote_due(conn());
+  const auto second = storage::consumer(*store_).claim(conn(), "sz");
   ASSERT_EQ(second.size(), 1U);
   EXPECT_EQ(second[0].attempt, 1);  // not consumed
   EXPECT_EQ(second[0].run_lease, 2);
@@ -547,11 +559,12 @@ TEST_F(ClaimTest, SnoozeKeepsTheAttemptCount) {
 
 TEST_F(ClaimTest, RetryBackoffDefersUntilDue) {
   enqueue("bo", 1);
-  const auto got = store_->claim(conn(), "bo");
+  const auto got = storage::consumer(*store_).claim(conn(), "bo");
   ASSERT_EQ(got.size(), 1U);
-  store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kRetry, "x")});
+  storage::consumer(*store_).complete(
+      conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kRetry, "x")});
   // Default backoff for attempt 1 is 0.5..1 s: not due yet.
-  EXPECT_EQ(store_->promote_due(conn()), 0);
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 0);
   const auto wait_s =
       conn().exec("SELECT extract(epoch FROM run_at - now()) FROM deferred_jobs").get<double>(0, 0);
   EXPECT_GT(wait_s, 0.4);
@@ -560,14 +573,15 @@ TEST_F(ClaimTest, RetryBackoffDefersUntilDue) {
 
 TEST_F(ClaimTest, CancelOutcomeIsTerminal) {
   enqueue("cx", 1);
-  const auto got = store_->claim(conn(), "cx");
+  const auto got = storage::consumer(*store_).claim(conn(), "cx");
   ASSERT_EQ(got.size(), 1U);
   EXPECT_EQ(
-      store_->complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kCancel)})[0]
+      storage::consumer(*store_)
+          .complete(conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kCancel)})[0]
           .state,
       "cancelled");
-  EXPECT_EQ(store_->promote_due(conn()), 0);
-  EXPECT_TRUE(store_->claim(conn(), "cx").empty());
+  EXPECT_EQ(storage::consumer(*store_).promote_due(conn()), 0);
+  EXPECT_TRUE(storage::consumer(*store_).claim(conn(), "cx").empty());
 }
 
 TEST_F(ClaimTest, AgedLowerPriorityLaneWinsOverAFreshHigherOne) {
@@ -576,25 +590,25 @@ TEST_F(ClaimTest, AgedLowerPriorityLaneWinsOverAFreshHigherOne) {
   InsertOpts old = on_queue("ag");
   old.priority = 4;
   old.run_at = std::chrono::system_clock::now() - std::chrono::minutes(40);
-  store_->insert_many(conn(), std::vector<NewJob>{NewJob("old", {}, old)});
+  storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("old", {}, old)});
   InsertOpts fresh = on_queue("ag");
   fresh.priority = 1;
-  store_->insert_many(conn(), std::vector<NewJob>{NewJob("fresh", {}, fresh)});
+  storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("fresh", {}, fresh)});
 
   QueueStorage::ClaimOptions o;
   o.max_batch = 1;
   // Without aging, priority decides.
   conn().exec("BEGIN");
-  EXPECT_EQ(store_->claim(conn(), "ag", o).at(0).kind, "fresh");
+  EXPECT_EQ(storage::consumer(*store_).claim(conn(), "ag", o).at(0).kind, "fresh");
   conn().exec("ROLLBACK");
 
   o.aging = std::chrono::minutes(10);
-  const auto first = store_->claim(conn(), "ag", o);
+  const auto first = storage::consumer(*store_).claim(conn(), "ag", o);
   ASSERT_EQ(first.size(), 1U);
   EXPECT_EQ(first[0].kind, "old");
   EXPECT_EQ(first[0].priority, 4);            // lane priority stays in the key
   EXPECT_EQ(first[0].effective_priority, 1);  // aged
-  EXPECT_EQ(store_->claim(conn(), "ag", o).at(0).kind, "fresh");
+  EXPECT_EQ(storage::consumer(*store_).claim(conn(), "ag", o).at(0).kind, "fresh");
 }
 
 TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
@@ -604,7 +618,7 @@ TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
   for (int b = 0; b < 8; ++b) enqueue("low", 10);
   InsertOpts later = on_queue("low");
   later.run_at = std::chrono::system_clock::now() + std::chrono::milliseconds(300);
-  store_->insert_many(conn(), std::vector<NewJob>(5, NewJob("later", {}, later)));
+  storage::insert_many(*store_, conn(), std::vector<NewJob>(5, NewJob("later", {}, later)));
   ASSERT_EQ(count("SELECT count(DISTINCT enqueue_shard) FROM ready_entries"), 4);
 
   set_shards("low", 2);
@@ -617,7 +631,7 @@ TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int promoted = 0;
   while (promoted < 5 && std::chrono::steady_clock::now() < deadline) {
-    promoted += store_->promote_due(conn());
+    promoted += storage::consumer(*store_).promote_due(conn());
   }
   ASSERT_EQ(promoted, 5);
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE kind = 'later' AND enqueue_shard >= 2"),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "pg/pool.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -16,10 +17,10 @@ class CompletionBatcherTest : public StorageTest {
   std::vector<ClaimedEntry> seed_and_claim(int n) {
     std::vector<NewJob> jobs(static_cast<std::size_t>(n),
                              NewJob("w", nlohmann::json::object(), on_queue("cb")));
-    store_->insert_many_copy(conn(), jobs);
+    storage::insert_many_copy(*store_, conn(), jobs);
     QueueStorage::ClaimOptions o;
     o.max_batch = n;
-    return store_->claim(conn(), "cb", o);
+    return storage::consumer(*store_).claim(conn(), "cb", o);
   }
 };
 

@@ -28,7 +28,9 @@
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "producer_support.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -72,7 +74,8 @@ struct LanePos {
 class EnqueueTest : public StorageTest {
  protected:
   std::vector<JobId> enqueue(Mode mode, pg::Connection& c, std::span<const NewJob> jobs) {
-    return mode == Mode::kCopy ? store_->insert_many_copy(c, jobs) : store_->insert_many(c, jobs);
+    return mode == Mode::kCopy ? storage::insert_many_copy(*store_, c, jobs)
+                               : storage::insert_many(*store_, c, jobs);
   }
 
   // Every ready row of `queue`, by job id.
@@ -231,7 +234,7 @@ TEST_F(EnqueueTest, OneShardPutsEveryJobOnShardZero) {
                   .query("SELECT count(*) FROM queue_enqueue_heads WHERE queue = $1", queue)
                   .get<std::int64_t>(0, 0),
               1);
-    EXPECT_EQ(store_->enqueue_shards(conn(), queue), 1);
+    EXPECT_EQ(storage::enqueue_shards(*store_, conn(), queue), 1);
   }
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE ordering_key = '\\xff00'::bytea"), 8)
       << "keys are stored even when they do not route";
@@ -246,7 +249,7 @@ TEST_P(EnqueueModeTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap
   // the lane's advisory lock); when A rolls back, B proceeds and A's range stays a permanent gap
   // below B's rows.
   const std::string q = "fifo";
-  store_->insert_many(conn(), unkeyed_batch(q, 1));  // the lane exists and is committed
+  storage::insert_many(*store_, conn(), unkeyed_batch(q, 1));  // the lane exists and is committed
 
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
@@ -283,7 +286,7 @@ TEST_P(EnqueueModeTest, LaterProducerOnSameLaneFollowsCommittedEarlierProducer) 
   // Guards commit order = lane order (both write paths): B waits for A, and after A commits B's
   // rows come directly after A's.
   const std::string q = "fifo_commit";
-  store_->insert_many(conn(), unkeyed_batch(q, 1));
+  storage::insert_many(*store_, conn(), unkeyed_batch(q, 1));
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
@@ -310,10 +313,11 @@ TEST_F(EnqueueTest, ProducerOnAnotherShardDoesNotWait) {
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
-  const auto a_ids = store_->insert_many(a, std::vector<NewJob>{make_job("x", {}, "split", key_a)});
+  const auto a_ids =
+      storage::insert_many(*store_, a, std::vector<NewJob>{make_job("x", {}, "split", key_a)});
   const std::vector<NewJob> b_jobs{make_job("x", {}, "split", key_b)};
-  BackgroundCall<std::vector<JobId>> b_call(b.backend_pid(),
-                                            [&] { return store_->insert_many(b, b_jobs); });
+  BackgroundCall<std::vector<JobId>> b_call(
+      b.backend_pid(), [&] { return storage::insert_many(*store_, b, b_jobs); });
   ASSERT_TRUE(b_call.finishes_within(10s)) << "B waited for A on another shard";
   const auto b_ids = b_call.get();
   EXPECT_TRUE(a.in_transaction()) << "A's transaction must still be open";
@@ -399,7 +403,7 @@ TEST_F(EnqueueTest, ConcurrentProducersLoseNothingAndKeepLaneSeqsUnique) {
             for (int i = 0; i < kBatchSize; ++i) {
               jobs.push_back(make_job("load", {{"p", p}, {"b", b}, {"i", i}}, "hot"));
             }
-            ids[up].push_back(store_->insert_many(conns[up], jobs));
+            ids[up].push_back(storage::insert_many(*store_, conns[up], jobs));
           }
         } catch (...) {
           errors[up] = std::current_exception();
@@ -521,22 +525,22 @@ TEST_P(EnqueueModeTest, CachedLaneWhoseCreationRolledBackIsRepaired) {
 TEST_F(EnqueueTest, ResetPicksUpAChangedShardCount) {
   // Guards ADR-025's cache contract: a changed enqueue_shards is not seen until reset()
   // (stale but correct), and is seen right after it.
-  store_->insert_many(conn(), unkeyed_batch("grow", 1));
+  storage::insert_many(*store_, conn(), unkeyed_batch("grow", 1));
   set_shards("grow", 4);
   std::set<int> stale;
   for (int b = 0; b < 8; ++b) {
-    for (const auto id : store_->insert_many(conn(), unkeyed_batch("grow", 2, b))) {
+    for (const auto id : storage::insert_many(*store_, conn(), unkeyed_batch("grow", 2, b))) {
       stale.insert(ready_row(id).shard);
     }
   }
   EXPECT_EQ(stale, std::set<int>{0}) << "the cached S = 1 must still apply";
-  EXPECT_EQ(store_->enqueue_shards(conn(), "grow"), 1);
+  EXPECT_EQ(storage::enqueue_shards(*store_, conn(), "grow"), 1);
 
   store_->reset();
-  EXPECT_EQ(store_->enqueue_shards(conn(), "grow"), 4);
+  EXPECT_EQ(storage::enqueue_shards(*store_, conn(), "grow"), 4);
   std::set<int> fresh;
   for (int b = 0; b < 8; ++b) {
-    for (const auto id : store_->insert_many(conn(), unkeyed_batch("grow", 2, 10 + b))) {
+    for (const auto id : storage::insert_many(*store_, conn(), unkeyed_batch("grow", 2, 10 + b))) {
       fresh.insert(ready_row(id).shard);
     }
   }
@@ -563,8 +567,8 @@ TEST_F(EnqueueTest, ShardCountOutsideOneToSixtyFourViolatesCheckConstraint) {
   // allows 0..63), and shard 0 works too.
   const std::string k63 = key_on_shard("wide-", 63, 64);
   const std::string k0 = key_on_shard("wide-", 0, 64);
-  const auto ids = store_->insert_many(
-      conn(),
+  const auto ids = storage::insert_many(
+      *store_, conn(),
       std::vector<NewJob>{make_job("w", {}, "checked", k63), make_job("w", {}, "checked", k0)});
   EXPECT_EQ(ready_row(ids[0]).shard, 63);
   EXPECT_EQ(ready_row(ids[1]).shard, 0);
@@ -586,7 +590,7 @@ TEST_P(EnqueueModeTest, CallerTransactionRollbackLeavesNothingBehind) {
   jobs.push_back(later);
   {
     Transaction tx(app);
-    const auto ids = enqueue(app.native(), jobs);
+    const auto ids = enqueue(pg::native(app), jobs);
     EXPECT_EQ(ids.size(), jobs.size());
     EXPECT_TRUE(app.in_transaction());
     tx.rollback();
@@ -594,7 +598,7 @@ TEST_P(EnqueueModeTest, CallerTransactionRollbackLeavesNothingBehind) {
   EXPECT_EQ(rows_written(), 0);
   {
     Transaction tx(app);
-    enqueue(app.native(), jobs);
+    enqueue(pg::native(app), jobs);
     // destroyed without commit: rolls back
   }
   EXPECT_EQ(rows_written(), 0);

@@ -20,6 +20,8 @@
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "cli_runner.hpp"
+#include "pg/native.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -34,8 +36,8 @@ enum class Mode { kInsert, kCopy };
 class EnqueueValidationTest : public StorageTest, public ::testing::WithParamInterface<Mode> {
  protected:
   std::vector<JobId> enqueue(pg::Connection& c, const std::vector<NewJob>& jobs) {
-    return GetParam() == Mode::kCopy ? store_->insert_many_copy(c, jobs)
-                                     : store_->insert_many(c, jobs);
+    return GetParam() == Mode::kCopy ? storage::insert_many_copy(*store_, c, jobs)
+                                     : storage::insert_many(*store_, c, jobs);
   }
 
   std::int64_t rows_written() {
@@ -53,7 +55,7 @@ class EnqueueValidationTest : public StorageTest, public ::testing::WithParamInt
     Transaction tx(app);
     const std::vector<NewJob> batch{NewJob("fine", Json::object(), InsertOpts{}), bad};
     try {
-      enqueue(app.native(), batch);
+      enqueue(pg::native(app), batch);
       ADD_FAILURE() << "the batch was accepted";
     } catch (const InvalidArgument& e) {
       for (const auto& s : expected) EXPECT_THAT(e.what(), HasSubstr(s));

@@ -17,6 +17,7 @@
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "producer_support.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -105,8 +106,8 @@ TEST_F(InsertJobCompatTest, KeyedInsertsRouteExactlyLikeCpp) {
     InsertOpts opts;
     opts.queue = "mixed";
     opts.ordering_key = k;
-    const JobId cpp_id =
-        store_->insert_many(conn(), std::vector<NewJob>{NewJob("cpp", Json::object(), opts)})[0];
+    const JobId cpp_id = storage::insert_many(
+        *store_, conn(), std::vector<NewJob>{NewJob("cpp", Json::object(), opts)})[0];
     EXPECT_EQ(shard_of(sql_id), want) << "SQL, key of " << k.size() << " bytes";
     EXPECT_EQ(shard_of(cpp_id), want) << "C++, key of " << k.size() << " bytes";
   }

@@ -13,6 +13,7 @@
 #include "awa/admin.hpp"
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -35,7 +36,7 @@ class MetricsTest : public StorageTest {
     for (int done = 0; done < n; done += 5) {
       std::vector<NewJob> jobs(static_cast<std::size_t>(std::min(5, n - done)),
                                NewJob("work", nlohmann::json::object(), on_queue(queue_)));
-      store_->insert_many(conn(), jobs);
+      storage::insert_many(*store_, conn(), jobs);
     }
   }
 
@@ -45,7 +46,7 @@ class MetricsTest : public StorageTest {
     QueueStorage::ClaimOptions o;
     o.max_batch = 7;
     for (;;) {
-      auto got = store_->claim(conn(), queue_, o);
+      auto got = storage::consumer(*store_).claim(conn(), queue_, o);
       if (got.empty()) return all;
       all.insert(all.end(), got.begin(), got.end());
     }
@@ -111,11 +112,11 @@ TEST_F(MetricsTest, JobCompletedCountsEndStatesAndStaleCompletions) {
     cs.push_back(Completion::of(entries[i], i < 7 ? Outcome::kCompleted : Outcome::kRetry,
                                 i < 7 ? "" : "boom"));
   }
-  store_->complete(conn(), cs);
+  storage::consumer(*store_).complete(conn(), cs);
   EXPECT_EQ(completed("completed") - completed_before, 7u);
   EXPECT_EQ(completed("retried") - retried_before, 3u);
   // The same attempts again: all stale, and counted as such.
-  store_->complete(conn(), cs);
+  storage::consumer(*store_).complete(conn(), cs);
   EXPECT_EQ(completed("stale") - stale_before, 10u);
 }
 

@@ -11,6 +11,7 @@
 #include "awa/connection.hpp"
 #include "awa/metrics.hpp"
 #include "runtime_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -135,7 +136,7 @@ TEST_F(PrefetchTest, AStoppedClientHandsBackPrefetchedJobsForAnImmediateReclaim)
   // attempts: a hand-back does not consume the attempt.
   QueueStorage::ClaimOptions co;
   co.max_batch = kGated;
-  const auto reclaimed = store_->claim(conn(), "pf", co);
+  const auto reclaimed = storage::consumer(*store_).claim(conn(), "pf", co);
   EXPECT_EQ(static_cast<std::int64_t>(reclaimed.size()), kGated - kWorkers);
   for (const auto& e : reclaimed) {
     EXPECT_EQ(e.kind, "gate");

@@ -14,6 +14,7 @@
 #include "awa/client.hpp"
 #include "cli_runner.hpp"
 #include "rings_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -41,7 +42,7 @@ TEST_F(RingsTest, KeyedJobsAcrossRotationsAndCarriesAreClaimedInPerKeyFifoOrder)
     for (int n = 0; n < 3; ++n) {
       for (const auto& k : keys) jobs.push_back(job("fifo", {{"key", k}, {"i", next[k]++}}, k));
     }
-    store_->insert_many(conn(), jobs);
+    storage::insert_many(*store_, conn(), jobs);
     if (round % 2 == 1) {
       auto got = claim("fifo", 2);
       finish(got);
@@ -105,7 +106,9 @@ TEST_F(RingsTest, PausedBacklogIsCarriedAndDrainsExactlyOnceInLaneOrderAfter50Ro
     enqueue("busy", 5);
     const auto got = claim("busy");
     ASSERT_EQ(got.size(), 5U) << "round " << round;
-    ASSERT_EQ(store_->heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(got[0])}).size(),
+    ASSERT_EQ(storage::consumer(*store_)
+                  .heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(got[0])})
+                  .size(),
               1U);
     for (const char* ring : kRings) {
       const auto t = maintain(ring);
@@ -168,14 +171,15 @@ TEST_F(RingsTest, CompletionRacingAnUncommittedRescueWaitsAndIsStale) {
   ASSERT_EQ(e.size(), 1U);
   auto rescuer = session();
   rescuer.exec("BEGIN");
-  const auto rescued = store_->rescue(rescuer, milliseconds(0));
+  const auto rescued = storage::consumer(*store_).rescue(rescuer, milliseconds(0));
   ASSERT_EQ(rescued.size(), 1U);
   ASSERT_EQ(rescued[0].job_id, id);
 
   auto completer = session();
   const int pid = completer.backend_pid();
   BackgroundCall<std::vector<CompletionResult>> call(pid, [&] {
-    return store_->complete(completer, std::vector{Completion::of(e[0], Outcome::kCompleted)});
+    return storage::consumer(*store_).complete(
+        completer, std::vector{Completion::of(e[0], Outcome::kCompleted)});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
       << "completion did not wait for the open rescue";
@@ -198,14 +202,15 @@ TEST_F(RingsTest, RescueRacingAnUncommittedCompletionWaitsAndFindsNothing) {
   ASSERT_EQ(e.size(), 1U);
   auto completer = session();
   completer.exec("BEGIN");
-  ASSERT_EQ(
-      store_->complete(completer, std::vector{Completion::of(e[0], Outcome::kCompleted)})[0].state,
-      "completed");
+  ASSERT_EQ(storage::consumer(*store_)
+                .complete(completer, std::vector{Completion::of(e[0], Outcome::kCompleted)})[0]
+                .state,
+            "completed");
 
   auto rescuer = session();
   const int pid = rescuer.backend_pid();
   BackgroundCall<std::vector<QueueStorage::Rescued>> call(
-      pid, [&] { return store_->rescue(rescuer, milliseconds(0)); });
+      pid, [&] { return storage::consumer(*store_).rescue(rescuer, milliseconds(0)); });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
       << "rescue did not wait for the open completion";
   completer.exec("COMMIT");
@@ -225,7 +230,7 @@ TEST_F(RingsTest, RepeatedAttemptInOneFlushIsClosedOnce) {
   const auto ids = enqueue("dup", 3);
   const auto e = claim("dup");
   ASSERT_EQ(e.size(), 3U);
-  const auto r = store_->complete(
+  const auto r = storage::consumer(*store_).complete(
       conn(), std::vector{Completion::of(e[0], Outcome::kRetry, "first", milliseconds(3600000)),
                           Completion::of(e[0], Outcome::kCompleted),
                           Completion::of(e[1], Outcome::kCompleted),
@@ -241,9 +246,9 @@ TEST_F(RingsTest, RepeatedAttemptInOneFlushIsClosedOnce) {
             1);
   EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 1);
 
-  const auto fast =
-      store_->complete(conn(), std::vector{Completion::of(e[2], Outcome::kCompleted),
-                                           Completion::of(e[2], Outcome::kCompleted)});
+  const auto fast = storage::consumer(*store_).complete(
+      conn(), std::vector{Completion::of(e[2], Outcome::kCompleted),
+                          Completion::of(e[2], Outcome::kCompleted)});
   EXPECT_EQ(fast[0].state, "completed");
   EXPECT_TRUE(fast[1].stale());
   // Every attempt of the batch has exactly one closure entry.
@@ -271,7 +276,7 @@ TEST_F(RingsTest, ResentFlushAfterCommitIsAllStale) {
       Completion::of(e[3], Outcome::kSnooze, "", milliseconds(3600000)),
       Completion::of(e[4], Outcome::kCancel, "stop"),
       Completion::of(e[5], Outcome::kCompleted)};
-  const auto first = store_->complete(conn(), flush);
+  const auto first = storage::consumer(*store_).complete(conn(), flush);
   const std::vector<std::optional<std::string>> expected{"completed", "retried",   "dlq",
                                                          "snoozed",   "cancelled", "completed"};
   for (std::size_t i = 0; i < flush.size(); ++i) EXPECT_EQ(first[i].state, expected[i]) << i;
@@ -287,7 +292,7 @@ TEST_F(RingsTest, ResentFlushAfterCommitIsAllStale) {
   };
   const auto before = snapshot();
   const auto counts_before = describe(counts("rs"));
-  const auto again = store_->complete(conn(), flush);
+  const auto again = storage::consumer(*store_).complete(conn(), flush);
   ASSERT_EQ(again.size(), flush.size());
   for (std::size_t i = 0; i < again.size(); ++i) EXPECT_TRUE(again[i].stale()) << i;
   EXPECT_EQ(snapshot(), before);
@@ -314,7 +319,7 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   std::vector<NewJob> jobs;
   for (int i = 0; i < 20; ++i) jobs.push_back(job("cnt", {{"i", i}}, key(i)));
   jobs.push_back(job("cnt", {{"i", 20}}, key(20), 1));
-  const auto ids = store_->insert_many(conn(), jobs);
+  const auto ids = storage::insert_many(*store_, conn(), jobs);
   const JobId single = ids.back();
   std::vector<ClaimedEntry> run;
   while (run.size() < 21) {
@@ -338,14 +343,17 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   flush.push_back(Completion::of(run[13], Outcome::kSnooze, "", milliseconds(3600000)));
   flush.push_back(Completion::of(run[14], Outcome::kCancel, "stop"));
   flush.push_back(Completion::of(last_try, Outcome::kRetry, "out of attempts"));
-  for (const auto& r : store_->complete(conn(), flush)) ASSERT_FALSE(r.stale());
+  for (const auto& r : storage::consumer(*store_).complete(conn(), flush)) ASSERT_FALSE(r.stale());
   ASSERT_EQ(admin().cancel_job(admin_conn(), run[15].job_id), "running");
-  ASSERT_EQ(store_->heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(run[16])}).size(),
+  ASSERT_EQ(storage::consumer(*store_)
+                .heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(run[16])})
+                .size(),
             1U);
 
   // The DLQ queue: two terminal failures and one retry out of attempts.
-  store_->insert_many(
-      conn(), std::vector{job("dq", {}, key(1)), job("dq", {}, key(2)), job("dq", {}, key(3), 1)});
+  storage::insert_many(
+      *store_, conn(),
+      std::vector{job("dq", {}, key(1)), job("dq", {}, key(2)), job("dq", {}, key(3), 1)});
   std::vector<ClaimedEntry> dq;
   while (dq.size() < 3) {
     const auto got = claim("dq");
@@ -353,7 +361,7 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
     dq.insert(dq.end(), got.begin(), got.end());
   }
   for (const auto& e : dq) {
-    const auto r = store_->complete(
+    const auto r = storage::consumer(*store_).complete(
         conn(), std::vector{Completion::of(
                     e, e.max_attempts == 1 ? Outcome::kRetry : Outcome::kFail, "to the dlq")});
     ASSERT_EQ(r[0].state, "dlq");
@@ -362,14 +370,14 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   // Not run: 6 available (2 then cancelled), 3 scheduled (1 then cancelled).
   std::vector<NewJob> waiting;
   for (int i = 0; i < 6; ++i) waiting.push_back(job("cnt", {}, key(100 + i)));
-  const auto avail = store_->insert_many(conn(), waiting);
+  const auto avail = storage::insert_many(*store_, conn(), waiting);
   std::vector<NewJob> later;
   for (int i = 0; i < 3; ++i) {
     auto j = job("cnt", {}, key(200 + i));
     j.opts.run_at = std::chrono::system_clock::now() + std::chrono::hours(1);
     later.push_back(j);
   }
-  const auto sched = store_->insert_many(conn(), later);
+  const auto sched = storage::insert_many(*store_, conn(), later);
   ASSERT_EQ(admin().cancel_job(admin_conn(), avail[0]), "available");
   ASSERT_EQ(admin().cancel_job(admin_conn(), avail[1]), "available");
   ASSERT_EQ(admin().cancel_job(admin_conn(), sched[0]), "scheduled");
@@ -442,7 +450,8 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   // The live work is intact: the four running attempts complete, the available rows run.
   std::vector<Completion> rest;
   for (std::size_t i = 16; i < 20; ++i) rest.push_back(Completion::of(run[i], Outcome::kCompleted));
-  for (const auto& r : store_->complete(conn(), rest)) EXPECT_EQ(r.state, "completed");
+  for (const auto& r : storage::consumer(*store_).complete(conn(), rest))
+    EXPECT_EQ(r.state, "completed");
   EXPECT_EQ(drain("cnt").size(), 4U);
   want.running = 0;
   want.available = 0;
@@ -534,9 +543,10 @@ TEST_F(RingsTest, RotationIntoAnUnprunedSlotIsRefusedUntilItIsPruned) {
   const auto refused = prune("claim");
   EXPECT_FALSE(refused.done);
   EXPECT_THAT(refused.reason, HasSubstr("open receipts"));
-  ASSERT_EQ(
-      store_->complete(conn(), std::vector{Completion::of(open[0], Outcome::kCompleted)})[0].state,
-      "completed");
+  ASSERT_EQ(storage::consumer(*store_)
+                .complete(conn(), std::vector{Completion::of(open[0], Outcome::kCompleted)})[0]
+                .state,
+            "completed");
   const auto pruned = prune("claim");
   ASSERT_TRUE(pruned.done) << pruned.reason;
   EXPECT_EQ(pruned.generation, 0);
@@ -548,7 +558,8 @@ TEST_F(RingsTest, RotationIntoAnUnprunedSlotIsRefusedUntilItIsPruned) {
   open.erase(open.begin());
   std::vector<Completion> rest;
   for (const auto& e : open) rest.push_back(Completion::of(e, Outcome::kCompleted));
-  for (const auto& c : store_->complete(conn(), rest)) EXPECT_EQ(c.state, "completed");
+  for (const auto& c : storage::consumer(*store_).complete(conn(), rest))
+    EXPECT_EQ(c.state, "completed");
   EXPECT_EQ(counts("gate").completed, 8);
 }
 

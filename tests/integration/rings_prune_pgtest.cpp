@@ -13,7 +13,9 @@
 
 #include "awa/client.hpp"
 #include "cli_runner.hpp"
+#include "pg/native.hpp"
 #include "rings_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -63,7 +65,9 @@ TEST_F(RingsTest, PruneRefusesLiveWorkInEveryRingUntilItIsDone) {
   enqueue_one("pend");
   const auto running = claim("open");
   ASSERT_EQ(running.size(), 1U);
-  ASSERT_EQ(store_->heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(running[0])}).size(),
+  ASSERT_EQ(storage::consumer(*store_)
+                .heartbeat(conn(), std::vector{QueueStorage::Heartbeat::of(running[0])})
+                .size(),
             1U);
   ASSERT_EQ(count("SELECT count(*) FROM leases"), 1);
   for (const char* ring : kRings) ASSERT_TRUE(rotate(ring).done) << ring;
@@ -120,7 +124,8 @@ TEST_F(RingsTest, PruneOfASlotWithAnUncommittedEnqueueIsLockedAndTheReCheckCatch
 
   auto producer = session();
   producer.exec("BEGIN");
-  const auto late = store_->insert_many(producer, std::vector{job("rc", {{"late", true}})}).front();
+  const auto late =
+      storage::insert_many(*store_, producer, std::vector{job("rc", {{"late", true}})}).front();
   ASSERT_TRUE(rotate("queue").done);  // the producer's row is in slot 0, now sealed
   ASSERT_EQ(ready_slot_of(late), -1) << "uncommitted rows are invisible";
 
@@ -134,7 +139,7 @@ TEST_F(RingsTest, PruneOfASlotWithAnUncommittedEnqueueIsLockedAndTheReCheckCatch
   TableGate gate(holder, conn(), qualified("queue_claim_heads"));
   ASSERT_TRUE(gate.armed());
   auto pruner = public_conn();
-  const int pid = pruner.native().backend_pid();
+  const int pid = pg::native(pruner).backend_pid();
   const Admin a = admin();
   BackgroundCall<RingAction> call(pid, [&] { return a.prune(pruner, "queue"); });
   ASSERT_TRUE(eventually([&] { return waits_for_lock(conn(), pid, "relation"); }))
@@ -167,13 +172,13 @@ TEST_F(RingsTest, PruneNeverQueuesBehindAProducerHoldingALaneLock) {
   auto second = session();
   const int second_pid = second.backend_pid();
   BackgroundCall<std::vector<JobId>> queued(second_pid, [&] {
-    return store_->insert_many(second, std::vector{job("pl", {{"p", 2}})});
+    return storage::insert_many(*store_, second, std::vector{job("pl", {{"p", 2}})});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), second_pid); }));
   ASSERT_TRUE(rotate("queue").done);
 
   auto pruner = public_conn();
-  const int pid = pruner.native().backend_pid();
+  const int pid = pg::native(pruner).backend_pid();
   const Admin adm = admin();
   const auto started = SteadyClock::now();
   BackgroundCall<RingAction> call(pid, [&] { return adm.prune(pruner, "queue"); });
@@ -255,26 +260,27 @@ TEST_F(RingsTest, ProducerWaitingForALaneLockNeverWritesIntoAPrunedSlot) {
 
   auto w = session();
   w.exec("BEGIN");
-  store_->insert_many(w, std::vector{job("lw", {{"who", "w"}}, k0)});
+  storage::insert_many(*store_, w, std::vector{job("lw", {{"who", "w"}}, k0)});
 
   auto y = session();
   const int y_pid = y.backend_pid();
   BackgroundCall<std::vector<JobId>> y_call(y_pid, [&] {
-    return store_->insert_many_copy(
-        y, std::vector{job("lw", {{"who", "y0"}}, k0), job("lw", {{"who", "y1"}}, k1)});
+    return storage::insert_many_copy(
+        *store_, y, std::vector{job("lw", {{"who", "y0"}}, k0), job("lw", {{"who", "y1"}}, k1)});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), y_pid); }));
   auto p = session();
   const int p_pid = p.backend_pid();
   BackgroundCall<std::vector<JobId>> p_call(p_pid, [&] {
-    return store_->insert_many(p, std::vector{job("lw", {{"who", "p0"}}, k0)});
+    return storage::insert_many(*store_, p, std::vector{job("lw", {{"who", "p0"}}, k0)});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), p_pid); }));
 
   ASSERT_TRUE(rotate("queue").done);
   auto z = session();
   z.exec("BEGIN");
-  const auto z1 = store_->insert_many(z, std::vector{job("lw", {{"who", "z1"}}, k1)}).front();
+  const auto z1 =
+      storage::insert_many(*store_, z, std::vector{job("lw", {{"who", "z1"}}, k1)}).front();
   w.exec("ROLLBACK");
   ASSERT_TRUE(eventually([&] { return holds_one_lane_and_waits_for_another(conn(), y_pid); }))
       << "Y did not move on to lane 1";
@@ -314,7 +320,7 @@ TEST_F(RingsTest, ClaimRacingACarryPruneNeverSkipsTheCarriedRows) {
   const auto tail = enqueue("cc", 3, std::nullopt, 3);  // lane_seq 4..6, slot 1
 
   auto holder = public_conn();
-  TableGate gate(holder.native(), conn(), qualified("queue_claim_heads"));
+  TableGate gate(pg::native(holder), conn(), qualified("queue_claim_heads"));
   ASSERT_TRUE(gate.armed());
   auto claimer = session();
   const int pid = claimer.backend_pid();
@@ -359,12 +365,13 @@ TEST_F(RingsTest, FailureClosedWhileACarryPruneMovesItsReadyRowIsNotReportedStal
   ASSERT_EQ(e.size(), 1U);
 
   auto holder = public_conn();
-  TableGate gate(holder.native(), conn(), "ONLY " + qualified("claim_batches"));
+  TableGate gate(pg::native(holder), conn(), "ONLY " + qualified("claim_batches"));
   ASSERT_TRUE(gate.armed());
   auto closer = session();
   const int pid = closer.backend_pid();
   BackgroundCall<std::vector<CompletionResult>> call(pid, [&] {
-    return store_->complete(closer, std::vector{Completion::of(e[0], Outcome::kFail, "boom")});
+    return storage::consumer(*store_).complete(
+        closer, std::vector{Completion::of(e[0], Outcome::kFail, "boom")});
   });
   ASSERT_TRUE(eventually([&] { return waits_for_lock(conn(), pid, "relation"); }));
 

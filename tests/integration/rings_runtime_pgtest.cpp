@@ -13,6 +13,7 @@
 #include "awa/client.hpp"
 #include "cli_runner.hpp"
 #include "rings_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -70,7 +71,7 @@ TEST_F(RingsTest, RuntimeWorkloadLeavesAppendOnlyTablesUntouchedAndTheRingsTurni
                            n % 3 == 0 ? std::optional<std::string>("key-" + std::to_string(n % 17))
                                       : std::nullopt));
       }
-      store_->insert_many_copy(conn(), jobs);
+      storage::insert_many_copy(*store_, conn(), jobs);
     }
     const auto done = [&] { return counts("gate_a").completed + counts("gate_b").completed; };
     ASSERT_TRUE(eventually([&] { return done() == 3000; }, seconds(90))) << "completed " << done();

@@ -17,6 +17,7 @@
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
 #include "producer_support.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -178,7 +179,8 @@ class RingsTest : public StorageTest {
   }
   JobId enqueue_one(const std::string& queue, std::optional<std::string> key = std::nullopt,
                     int max_attempts = 25) {
-    return store_->insert_many(conn(), std::vector{job(queue, {}, std::move(key), max_attempts)})
+    return storage::insert_many(*store_, conn(),
+                                std::vector{job(queue, {}, std::move(key), max_attempts)})
         .front();
   }
   // `n` jobs in one call, args {"i": first_i + k}.
@@ -186,14 +188,14 @@ class RingsTest : public StorageTest {
                              std::optional<std::string> key = std::nullopt, int first_i = 0) {
     std::vector<NewJob> jobs;
     for (int k = 0; k < n; ++k) jobs.push_back(job(queue, {{"i", first_i + k}}, key));
-    return store_->insert_many(conn(), jobs);
+    return storage::insert_many(*store_, conn(), jobs);
   }
 
   std::vector<ClaimedEntry> claim(pg::Connection& c, const std::string& queue,
                                   int max_batch = 512) {
     QueueStorage::ClaimOptions o;
     o.max_batch = max_batch;
-    return store_->claim(c, queue, o);
+    return storage::consumer(*store_).claim(c, queue, o);
   }
   std::vector<ClaimedEntry> claim(const std::string& queue, int max_batch = 512) {
     return claim(conn(), queue, max_batch);
@@ -202,7 +204,7 @@ class RingsTest : public StorageTest {
                                        Outcome outcome = Outcome::kCompleted) {
     std::vector<Completion> cs;
     for (const auto& e : entries) cs.push_back(Completion::of(e, outcome));
-    return store_->complete(conn(), cs);
+    return storage::consumer(*store_).complete(conn(), cs);
   }
   // Claims and completes until the queue yields nothing; returns every entry claimed, in
   // claim order.

@@ -18,6 +18,8 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "cli_runner.hpp"
+#include "pg/native.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
@@ -88,7 +90,7 @@ class RolesTest : public StorageTest {
   }
 
   std::string denied_sql(const char* which, const std::string& sql) {
-    return sqlstate_of([&] { as(which).native().exec(sql); });
+    return sqlstate_of([&] { pg::native(as(which)).exec(sql); });
   }
 
   JobId enqueue_as(const char* which, const std::string& queue, QueueStorage& store) {
@@ -174,7 +176,7 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
     store.insert(as("producer"), NewJob("k", {}, on_queue("p4")));
     tx.commit();
   }
-  auto& sql = as("producer").native();
+  auto& sql = pg::native(as("producer"));
   EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{\"a\":1}', 'p')").get<std::int64_t>(0, 0), 0);
   EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{}', 'p', p_run_at => now() + interval '1 h')")
                 .get<std::int64_t>(0, 0),
@@ -203,7 +205,8 @@ TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
       kDenied);
   // Claiming, completing, heartbeating, rescuing, cancelling.
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM claim_ready_runtime('p', 10)"), kDenied);
-  EXPECT_EQ(sqlstate_of([&] { store.claim(as("producer").native(), "p"); }), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { storage::consumer(store).claim(pg::native(as("producer")), "p"); }),
+            kDenied);
   EXPECT_EQ(
       denied_sql("producer",
                  "SELECT * FROM close_attempts('{1}', '{1}', '{completed}', '{NULL}', '{0}')"),
@@ -228,21 +231,21 @@ TEST_F(RolesTest, WorkerClaimsHeartbeatsCompletesAndMaintains) {
   enqueue_as("producer", "w", producer_store);
   enqueue_as("producer", "w", producer_store);
   QueueStorage store(StorageOptions{schema_});
-  auto& w = as("worker").native();
-  const auto claimed = store.claim(w, "w");
+  auto& w = pg::native(as("worker"));
+  const auto claimed = storage::consumer(store).claim(w, "w");
   ASSERT_EQ(claimed.size(), 2u);
   EXPECT_NE(claimed[0].args_json.find("args of w"), std::string::npos);  // reads its jobs
   const QueueStorage::Heartbeat beats[] = {QueueStorage::Heartbeat::of(claimed[0], "{\"p\":5}")};
-  EXPECT_EQ(store.heartbeat(w, beats).size(), 1u);
+  EXPECT_EQ(storage::consumer(store).heartbeat(w, beats).size(), 1u);
   const Completion done[] = {Completion::of(claimed[0], Outcome::kCompleted),
                              Completion::of(claimed[1], Outcome::kRetry, "again", milliseconds(0))};
-  const auto results = store.complete(w, done);
+  const auto results = storage::consumer(store).complete(w, done);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].state.value_or("stale"), "completed");
   EXPECT_EQ(results[1].state.value_or("stale"), "retried");
   // The maintenance leader's work.
-  EXPECT_GE(store.promote_due(w), 0);
-  EXPECT_EQ(store.rescue(w, milliseconds(1)).size(), 0u);
+  EXPECT_GE(storage::consumer(store).promote_due(w), 0);
+  EXPECT_EQ(storage::consumer(store).rescue(w, milliseconds(1)).size(), 0u);
   const Admin admin(schema_);
   EXPECT_NO_THROW(admin.rotate(as("worker"), "queue"));
   EXPECT_NO_THROW(admin.prune(as("worker"), "claim", true));

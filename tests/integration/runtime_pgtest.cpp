@@ -24,6 +24,7 @@
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
 #include "runtime_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -340,12 +341,11 @@ TEST_F(RuntimeTest, LeaderFailOverPromotesAndRescues) {
   InsertOpts later = on_queue("failover");
   later.run_at = std::chrono::system_clock::now() + seconds(1);
   const auto scheduled =
-      store_
-          ->insert_many(conn(),
-                        std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), later)})
+      storage::insert_many(*store_, conn(),
+                           std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), later)})
           .at(0);
   const auto orphan = enqueue("orphan", 1).at(0);
-  ASSERT_EQ(store_->claim(conn(), "orphan").size(), 1U);
+  ASSERT_EQ(storage::consumer(*store_).claim(conn(), "orphan").size(), 1U);
 
   ASSERT_TRUE(eventually([&] { return leader_os_pid() == survivor.pid(); }, seconds(30)))
       << "leader " << leader_os_pid();
@@ -377,8 +377,9 @@ TEST_F(RuntimeTest, IdleWorkerPicksUpNewJobsQuickly) {
   client.start();
   std::map<JobId, Clock::time_point> committed;
   for (int i = 0; i < kJobs; ++i) {
-    const auto id = store_->insert_many(
-        conn(), std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), on_queue("pickup"))});
+    const auto id = storage::insert_many(
+        *store_, conn(),
+        std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), on_queue("pickup"))});
     committed.emplace(id.at(0), Clock::now());
     // Paces the producer like an interactive one (5..10 ms apart); not for correctness.
     std::this_thread::sleep_for(milliseconds(5 + i % 6));

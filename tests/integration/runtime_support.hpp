@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "awa/client.hpp"
+#include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 extern char** environ;
@@ -135,7 +136,7 @@ class RuntimeTest : public StorageTest {
       InsertOpts o = on_queue(q);
       o.max_attempts = max_attempts;
       std::vector<NewJob> jobs(static_cast<std::size_t>(k), NewJob(kind, args, o));
-      const auto got = store_->insert_many_copy(conn(), jobs);
+      const auto got = storage::insert_many_copy(*store_, conn(), jobs);
       ids.insert(ids.end(), got.begin(), got.end());
       done += k;
     }
