@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "awa/error.hpp"
-#include "pg/redact.hpp"
+#include "awa/url.hpp"
 
 namespace awa::cli {
 
@@ -30,9 +30,9 @@ void report(const Error& e, const std::string& url) {
   std::string line = fmt::format("awa: error: {}", e.what());
   if (!e.sqlstate().empty() && e.sqlstate() != "22023")
     line += fmt::format(" [SQLSTATE {}]", e.sqlstate());
-  std::cerr << pg::scrub_password(line, url) << "\n";
-  if (!e.detail().empty()) std::cerr << "  detail: " << pg::scrub_password(e.detail(), url) << "\n";
-  if (!e.hint().empty()) std::cerr << "  hint: " << pg::scrub_password(e.hint(), url) << "\n";
+  std::cerr << scrub_password(line, url) << "\n";
+  if (!e.detail().empty()) std::cerr << "  detail: " << scrub_password(e.detail(), url) << "\n";
+  if (!e.hint().empty()) std::cerr << "  hint: " << scrub_password(e.hint(), url) << "\n";
 }
 
 // A schema that was never migrated surfaces as "relation ... does not exist" (or a
@@ -78,9 +78,10 @@ int run(int argc, char** argv) {
     std::ostringstream out;
     std::ostringstream err;
     const int code = app.exit(e, out, err);
-    std::cout << pg::scrub_password(out.str(), ctx.database_url);
-    std::cerr << pg::scrub_password(err.str(), ctx.database_url);
-    return code;
+    std::cout << scrub_password(out.str(), ctx.database_url);
+    std::cerr << scrub_password(err.str(), ctx.database_url);
+    // CLI11's own codes (105, 106, 109 ...) all mean bad usage: one code for scripts.
+    return code == 0 ? 0 : 2;
   }
   try {
     return ctx.action ? ctx.action() : 0;
@@ -91,7 +92,7 @@ int run(int argc, char** argv) {
     report(e, ctx.database_url);
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "awa: error: " << pg::scrub_password(e.what(), ctx.database_url) << "\n";
+    std::cerr << "awa: error: " << scrub_password(e.what(), ctx.database_url) << "\n";
     return 1;
   }
 }

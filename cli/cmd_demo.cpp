@@ -19,11 +19,8 @@
 #include "awa/admin.hpp"
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
+#include "awa/migrate.hpp"
 #include "cli.hpp"
-#include "pg/connection.hpp"
-#include "pg/native.hpp"
-#include "schema/migrator.hpp"
-#include "schema/sql_catalog.hpp"
 
 namespace awa::cli {
 namespace {
@@ -48,13 +45,16 @@ double percentile(std::vector<double> v, double p) {
 int demo(const Context& ctx) {
   const auto& url = ctx.require_database_url();
   auto conn = Connection::connect(url);
-  const auto report = schema::Migrator(ctx.schema).migrate(pg::native(conn));
+  const auto report = migrate(conn, ctx.schema);
   fmt::print("schema {}: version {} ({} migration(s) applied now)\n", report.schema, report.version,
              report.applied.size());
-  Admin(ctx.schema).set_enqueue_shards(conn, kQueue, 4);
-  pg::native(conn).query("UPDATE " + sql::quote_schema(ctx.schema) +
-                             ".queue_meta SET dlq_enabled = true WHERE queue = $1",
-                         std::string(kQueue));
+  const Admin admin(ctx.schema);
+  admin.set_enqueue_shards(conn, kQueue, 4);
+  QueueConfigChange dlq_on;
+  dlq_on.dlq_enabled = true;
+  admin.configure_queue(conn, kQueue, dlq_on);
+  // Earlier demo runs may have left dead letters: count only this run's.
+  const std::int64_t dlq_before = admin.queue_counts(conn, kQueue).dlq;
   fmt::print("queue {}: 4 enqueue shards, dead-letter queue on\n", kQueue);
 
   std::mutex mu;
@@ -153,15 +153,7 @@ int demo(const Context& ctx) {
   client.stop();
   const auto s = client.stats();
 
-  std::string id_list = "{";
-  for (std::size_t i = 0; i < ids.size(); ++i) id_list += (i ? "," : "") + std::to_string(ids[i]);
-  id_list += "}";
-  const auto qs = sql::quote_schema(ctx.schema);
-  const auto dlq =
-      pg::native(conn)
-          .query("SELECT count(*) FROM " + qs + ".dlq_entries WHERE job_id = ANY($1::bigint[])",
-                 id_list)
-          .get<std::int64_t>(0, 0);
+  const std::int64_t dlq = admin.queue_counts(conn, kQueue).dlq - dlq_before;
 
   fmt::print("summary: {} jobs in {:.2f} s ({:.0f} jobs/s)\n", kJobs, secs, kJobs / secs);
   fmt::print("  completed {}, retried {}, failed {} (in DLQ {}), stale completions {}\n",

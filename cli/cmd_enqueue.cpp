@@ -14,8 +14,6 @@
 #include "awa/error.hpp"
 #include "awa/queue_storage.hpp"
 #include "cli.hpp"
-#include "schema/sql_catalog.hpp"
-#include "storage/validate.hpp"
 
 namespace awa::cli {
 namespace {
@@ -88,12 +86,12 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   }
   const NewJob job =
       NewJob::from_text(a.kind, a.args_file ? read_args_file(*a.args_file) : a.args, opts);
-  // Everything that can be checked without the database is checked before connecting.
-  sql::quote_schema(ctx.schema);
-  storage::validate_job(job, 0);
+  // Everything that can be checked without the database is checked before connecting
+  // (QueueStorage checks the schema name).
+  validate_job(job);
+  QueueStorage store(StorageOptions{ctx.schema});
 
   auto conn = Connection::connect(ctx.require_database_url());
-  QueueStorage store(StorageOptions{ctx.schema});
   std::vector<JobId> ids;
   ids.reserve(static_cast<std::size_t>(a.count));
   const std::size_t batch_rows = std::clamp<std::size_t>(
@@ -117,7 +115,7 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
     for (const auto id : ids) fmt::print("{}\n", id);
   } else {
     fmt::print("enqueued {} jobs of kind {} on queue {} (ids {}..{})\n", ids.size(),
-               storage::printable(a.kind), a.queue, ids.front(), ids.back());
+               nlohmann::json(a.kind).dump(), a.queue, ids.front(), ids.back());
   }
   return 0;
 }

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "awa/connection.hpp"
+#include "awa/migrate.hpp"
 #include "cli.hpp"
-#include "pg/connection.hpp"
-#include "schema/migrator.hpp"
 
 namespace awa::cli {
 
@@ -13,9 +13,8 @@ void add_migrate(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("migrate", "create or upgrade the queue schema");
   cmd->callback([&ctx] {
     ctx.action = [&ctx] {
-      schema::Migrator migrator(ctx.schema);
-      auto conn = pg::Connection::connect({ctx.require_database_url()});
-      const auto report = migrator.migrate(conn);
+      auto conn = Connection::connect(ctx.require_database_url());
+      const auto report = migrate(conn, ctx.schema);
       if (report.applied.empty() && report.functions_updated.empty()) {
         fmt::print("schema {} is up to date (version {})\n", report.schema, report.version);
       } else {

@@ -32,7 +32,6 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "cli.hpp"
-#include "metrics/listen_address.hpp"
 
 namespace awa::cli {
 namespace {

@@ -115,6 +115,9 @@ struct QueueSummary {
   QueueCounts counts;
   // Age of the oldest available job (by run_at), in seconds; unset when none is available.
   std::optional<double> oldest_available_age_s;
+  // The schema knows the queue (a queue_meta row, a lane, a deferred job or a dead
+  // letter); false: queue_summary of a queue never used or configured.
+  bool known = false;
 };
 
 // --- jobs --------------------------------------------------------------------------------

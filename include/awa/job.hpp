@@ -71,6 +71,10 @@ struct NewJob {
   }
 };
 
+// Checks `job` against the limits above without touching the database (the insert calls
+// do the same for every job they are given). Throws InvalidArgument naming the field.
+void validate_job(const NewJob& job);
+
 // A claimed attempt, as claim_ready_runtime returns it. (claim_batch, lane_seq) names the
 // attempt in the engine: the claim call's receipt row and the ready row's place in its
 // lane. (job_id, run_lease) names it to users; completion sends all of it back.

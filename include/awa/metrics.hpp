@@ -245,6 +245,19 @@ void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
 // Appends `value` to `out` escaped as a label value: backslash, double quote, newline.
 void append_escaped_label_value(std::string& out, std::string_view value);
 
+// Where a Server listens, parsed from the text an operator writes (`awa work
+// --metrics-addr`). Loopback unless told otherwise: a metrics endpoint shows queue names
+// and rates, so it is reachable from other hosts only when the operator names a host.
+inline constexpr const char* kDefaultMetricsHost = "127.0.0.1";
+struct ListenAddress {
+  std::string host;  // as the server binds it: "127.0.0.1", "0.0.0.0", "::1", a name
+  int port = 0;      // 0: the kernel picks one
+};
+// "PORT" or ":PORT" -> 127.0.0.1:PORT; "HOST:PORT" -> HOST:PORT; "[V6]:PORT" -> V6:PORT.
+// Throws awa::InvalidArgument for anything else (PORT outside 0..65535, empty host in
+// brackets, a missing port).
+ListenAddress parse_listen_address(std::string_view text);
+
 // An HTTP endpoint on its own thread: GET /metrics (the registry's exposition) and
 // GET /healthz ("ok"). Binds only to `address`.
 class Server {

@@ -33,6 +33,8 @@
 --
 -- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
 -- row's run_at; the lane priority stays in every key and is returned beside it.
+-- aging and deadline default to the queue's queue_meta settings (priority_aging_ms,
+-- deadline_ms) when the caller passes NULL; a paused queue claims nothing.
 -- Each lane's first row at or after its claim cursor in one ready slot (none for a NULL
 -- slot). A SQL function so that PostgreSQL inlines it: called with a scalar slot it is
 -- pruned to one partition at executor start-up and walks the primary key in lane_seq
@@ -84,19 +86,33 @@ DECLARE
     v_rows       bigint;
     v_tries      integer := 0;
     v_lo         bigint;
+    v_paused     boolean;
+    v_meta_aging_ms    bigint;
+    v_meta_deadline_ms bigint;
+    v_deadline   interval;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
     END IF;
-    IF EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.paused) THEN
+    -- The queue's settings, in one primary-key probe: a paused queue claims nothing; the
+    -- worker's aging and deadline win, the queue's apply when the worker passes none. A
+    -- deadline is capped at 100 years so that now() + it stays a valid timestamp.
+    SELECT m.paused, m.priority_aging_ms, m.deadline_ms
+    INTO v_paused, v_meta_aging_ms, v_meta_deadline_ms
+    FROM {schema}.queue_meta m
+    WHERE m.queue = p_queue;
+    IF v_paused THEN
         RETURN;
     END IF;
 
     v_aging_s := coalesce(extract(epoch FROM p_aging)::double precision,
-                          (SELECT m.priority_aging_ms / 1000.0 FROM {schema}.queue_meta m
-                           WHERE m.queue = p_queue));
+                          v_meta_aging_ms / 1000.0);
     IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
         v_aging_s := NULL;
+    END IF;
+    v_deadline := p_deadline;
+    IF v_deadline IS NULL AND v_meta_deadline_ms IS NOT NULL THEN
+        v_deadline := make_interval(secs => least(v_meta_deadline_ms, 3155760000000) / 1000.0);
     END IF;
     v_claim_slot := {schema}.ring_current_slot('claim');
 
@@ -200,7 +216,7 @@ BEGIN
                 (claim_slot, batch_id, queue, priority, enqueue_shard, first_seq, last_seq,
                  n_items, claimed_at, deadline_at)
             SELECT v_claim_slot, nextval('{schema}.claim_batch_ids'), p_queue, v_priority, v_shard,
-                   min(l.lane_seq), max(l.lane_seq), count(*), now(), now() + p_deadline
+                   min(l.lane_seq), max(l.lane_seq), count(*), now(), now() + v_deadline
             FROM live l
             HAVING count(*) > 0
             RETURNING batch_id),
@@ -215,7 +231,7 @@ BEGIN
                      ELSE greatest(1, l.priority - floor(extract(epoch FROM now() - l.run_at) / v_aging_s))
                 END)::smallint,
                l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
-               l.run_at, l.created_at, now(), now() + p_deadline
+               l.run_at, l.created_at, now(), now() + v_deadline
         FROM live l, batch b
         ORDER BY l.lane_seq;
 

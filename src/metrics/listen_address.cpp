@@ -1,4 +1,4 @@
-#include "metrics/listen_address.hpp"
+#include "awa/metrics.hpp"
 
 #include <charconv>
 

@@ -9,7 +9,6 @@
 
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
-#include "metrics/listen_address.hpp"
 
 namespace awa::metrics {
 

@@ -1,4 +1,4 @@
-#include "pg/redact.hpp"
+#include "awa/url.hpp"
 
 #include <libpq-fe.h>
 
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-namespace awa::pg {
+namespace awa {
 namespace {
 
 bool is_uri(std::string_view s) {
@@ -207,4 +207,4 @@ std::string scrub_password(std::string text, std::string_view conninfo) {
   return text;
 }
 
-}  // namespace awa::pg
+}  // namespace awa

@@ -8,6 +8,7 @@
 
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
+#include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
 
 namespace awa::schema {
@@ -160,3 +161,11 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
 }
 
 }  // namespace awa::schema
+
+namespace awa {
+
+MigrationReport migrate(Connection& conn, const std::string& schema) {
+  return schema::Migrator(schema).migrate(pg::native(conn));
+}
+
+}  // namespace awa

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "awa/migrate.hpp"
 #include "pg/connection.hpp"
 
 namespace awa::schema {
@@ -29,12 +30,8 @@ struct Migration {
   std::string_view text;
 };
 
-struct MigrationReport {
-  std::string schema;
-  std::vector<std::string> applied;            // migration file names applied now
-  std::vector<std::string> functions_updated;  // function file names (re)applied now
-  int version = 0;                             // schema version afterwards
-};
+// The public report type (include/awa/migrate.hpp).
+using MigrationReport = awa::MigrationReport;
 
 // The embedded migrations in version order. Throws MigrationError if two files share a
 // version or a name does not match NNNN_name.sql.

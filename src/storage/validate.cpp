@@ -144,3 +144,9 @@ void validate_job(const NewJob& job, std::size_t index) {
 }
 
 }  // namespace awa::storage
+
+namespace awa {
+
+void validate_job(const NewJob& job) { storage::validate_job(job, 0); }
+
+}  // namespace awa

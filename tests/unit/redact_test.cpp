@@ -1,13 +1,11 @@
 // redact_url / scrub_password: passwords in connection strings never reach a message.
-#include "pg/redact.hpp"
-
 #include <gtest/gtest.h>
 
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
-#include "metrics/listen_address.hpp"
+#include "awa/url.hpp"
 
-namespace awa::pg {
+namespace awa {
 namespace {
 
 TEST(RedactUrl, MasksTheUserinfoPassword) {
@@ -55,7 +53,7 @@ TEST(ScrubPassword, MasksUrisAndPasswordsInFreeText) {
 }
 
 }  // namespace
-}  // namespace awa::pg
+}  // namespace awa
 
 namespace awa::metrics {
 namespace {

@@ -1,4 +1,5 @@
-// Keeps passwords in connection strings out of logs, error messages and help text.
+// Keeps passwords in connection strings out of logs, error messages and help text — for
+// programs (the `awa` CLI among them) that print messages which may quote a URL.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -6,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace awa::pg {
+namespace awa {
 
 inline constexpr std::string_view kRedacted = "***";
 
@@ -25,4 +26,4 @@ std::string redact_url(std::string_view conninfo);
 // `conninfo` may be empty (then only the first part applies).
 std::string scrub_password(std::string text, std::string_view conninfo);
 
-}  // namespace awa::pg
+}  // namespace awa

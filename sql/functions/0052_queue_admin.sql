@@ -1,0 +1,69 @@
+-- Queue administration (issue 12; include/awa/admin.hpp, `awa queue list|stats`).
+
+-- The run_at of the queue's oldest available job (committed, unclaimed, not cancelled:
+-- the rows queue_counts_exact counts as available), NULL when none is. Exact: it reads
+-- every available row, since a promoted or retried job may carry an older run_at than
+-- the rows ahead of it in its lane.
+CREATE OR REPLACE FUNCTION {schema}.queue_oldest_available(p_queue text)
+RETURNS timestamptz
+LANGUAGE sql STABLE
+SET jit = off AS $$
+    SELECT min(r.run_at)
+    FROM {schema}.queue_claim_heads c
+    CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
+    JOIN {schema}.ready_entries r
+      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+     AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
+    WHERE c.queue = p_queue
+      AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                        AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                        AND t.lane_seq = r.lane_seq)
+$$;
+
+-- Every queue the schema knows — one with a queue_meta row, a lane, a deferred job or a
+-- dead letter — by name; or, with p_queue, that queue alone (no row when it is unknown).
+-- Per queue: its settings (queue_meta's defaults when it has no row; configured says
+-- whether it has one), its exact counts (queue_counts_exact) and the age in seconds of
+-- its oldest available job. One statement, and the functions it calls are STABLE, so
+-- every number comes from one snapshot: no job is counted twice, or in two states, when
+-- it moves while the listing runs.
+CREATE OR REPLACE FUNCTION {schema}.queue_overview(p_queue text DEFAULT NULL)
+RETURNS TABLE (queue text, configured boolean, enqueue_shards smallint, paused boolean,
+               dlq_enabled boolean, priority_aging_ms bigint, deadline_ms bigint,
+               max_workers_hint integer, available bigint, running bigint, scheduled bigint,
+               retryable bigint, completed bigint, failed bigint, cancelled bigint,
+               dlq bigint, oldest_available_age_s double precision)
+LANGUAGE sql STABLE
+SET jit = off AS $$
+    WITH known AS (
+        -- One queue: stop at the first trace of it (each is a constant-time probe but
+        -- deferred_jobs, which has no index on queue).
+        SELECT p_queue AS queue
+        WHERE p_queue IS NOT NULL
+          AND (EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue)
+               OR EXISTS (SELECT 1 FROM {schema}.queue_claim_heads h WHERE h.queue = p_queue)
+               OR EXISTS (SELECT 1 FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
+               OR EXISTS (SELECT 1 FROM {schema}.deferred_jobs j WHERE j.queue = p_queue))
+        UNION ALL
+        SELECT q.queue
+        FROM (SELECT m.queue FROM {schema}.queue_meta m
+              UNION SELECT h.queue FROM {schema}.queue_claim_heads h
+              UNION SELECT d.queue FROM {schema}.dlq_entries d
+              UNION SELECT j.queue FROM {schema}.deferred_jobs j) AS q
+        WHERE p_queue IS NULL)
+    SELECT k.queue, m.queue IS NOT NULL,
+           coalesce(m.enqueue_shards, 1::smallint), coalesce(m.paused, false),
+           coalesce(m.dlq_enabled, false), m.priority_aging_ms, m.deadline_ms,
+           m.max_workers_hint,
+           c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed,
+           c.cancelled, c.dlq,
+           -- greatest() ignores NULLs: no available job must stay NULL, not 0.
+           CASE WHEN o.run_at IS NOT NULL
+                THEN greatest(0, extract(epoch FROM now() - o.run_at))::double precision END
+    FROM known k
+    LEFT JOIN {schema}.queue_meta m ON m.queue = k.queue
+    CROSS JOIN LATERAL {schema}.queue_counts_exact(k.queue) AS c
+    CROSS JOIN LATERAL {schema}.queue_oldest_available(k.queue) AS o(run_at)
+    ORDER BY k.queue COLLATE "C"
+$$;
