@@ -1,4 +1,7 @@
-// The smallest awa program: one handler, one job. Usage: quickstart [schema]
+// The smallest awa programs, on the installed headers only. Usage: quickstart [schema]
+//   1. the queue storage by hand: migrate, enqueue in the caller's transaction, claim,
+//      complete, read the queue's counts;
+//   2. the embedded runtime: one handler, one job.
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -6,8 +9,60 @@
 #include <exception>
 #include <mutex>
 #include <set>
+#include <string>
+#include <vector>
 
+#include <awa/admin.hpp>
 #include <awa/client.hpp>
+#include <awa/connection.hpp>
+#include <awa/migrate.hpp>
+#include <awa/queue_storage.hpp>
+
+int by_hand(const std::string& url, const std::string& schema) {
+  awa::Connection conn = awa::Connection::connect(url);
+  const awa::MigrationReport report = awa::migrate(conn, schema);
+  std::printf("quickstart: schema %s at version %d\n", report.schema.c_str(), report.version);
+
+  awa::StorageOptions storage_options;
+  storage_options.schema = schema;
+  awa::QueueStorage store(storage_options);
+  awa::InsertOpts opts;
+  opts.queue = "by_hand";
+  awa::JobId id = 0;
+  {
+    // The job becomes visible with the caller's other writes, or not at all.
+    awa::Transaction tx(conn);
+    id = store.insert(conn, awa::NewJob("resize", {{"width", 64}}, opts));
+    tx.commit();
+  }
+
+  const std::vector<awa::ClaimedEntry> claimed = store.claim(conn, "by_hand");
+  if (claimed.size() != 1 || claimed[0].job_id != id) {
+    std::fprintf(stderr, "quickstart: claimed %zu jobs, expected job %lld\n", claimed.size(),
+                 static_cast<long long>(id));
+    return 1;
+  }
+  const std::vector<awa::Completion> done{
+      awa::Completion::of(claimed[0], awa::Outcome::kCompleted)};
+  const auto results = store.complete(conn, done);
+  if (results.size() != 1 || results[0].state != "completed") {
+    std::fprintf(stderr, "quickstart: completion of job %lld was not applied\n",
+                 static_cast<long long>(id));
+    return 1;
+  }
+
+  const awa::QueueSummary summary = awa::Admin(schema).queue_summary(conn, "by_hand");
+  if (summary.counts.completed != 1 || summary.counts.available != 0 ||
+      summary.counts.running != 0) {
+    std::fprintf(stderr, "quickstart: queue by_hand shows %lld completed, %lld available\n",
+                 static_cast<long long>(summary.counts.completed),
+                 static_cast<long long>(summary.counts.available));
+    return 1;
+  }
+  std::printf("quickstart: enqueued, claimed and completed job %lld by hand\n",
+              static_cast<long long>(id));
+  return 0;
+}
 
 int run(int argc, char** argv) {
   const char* url = std::getenv("DATABASE_URL");
@@ -15,9 +70,12 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "quickstart: set DATABASE_URL\n");
     return 2;
   }
+  const std::string schema = argc > 1 ? argv[1] : "quickstart";
+  if (const int rc = by_hand(url, schema); rc != 0) return rc;
+
   awa::ClientOptions options;
   options.database_url = url;
-  options.schema = argc > 1 ? argv[1] : "quickstart";
+  options.schema = schema;
   awa::Client client(options);
 
   // Handlers run on the client's worker threads: record what ran under a lock.

@@ -298,12 +298,14 @@ class Admin {
   // One queue's settings and counts (defaults and zeros for a queue never used).
   QueueSummary queue_summary(Connection& conn, const std::string& queue) const;
   // Persisted in queue_meta: survives worker restarts. Claims of a paused queue return
-  // nothing; enqueue still works.
+  // nothing; enqueue still works. A claim already running when the pause commits may
+  // still return its batch. Resuming wakes the queue's listening workers.
   void pause_queue(Connection& conn, const std::string& queue) const;
   void resume_queue(Connection& conn, const std::string& queue) const;
   // Upserts the set fields; out-of-range values are refused by queue_meta's CHECK
   // constraints (ConstraintViolation, SQLSTATE 23514), nothing changed. Returns the
-  // settings afterwards.
+  // settings afterwards. priority_aging_ms and deadline_ms apply to claims whose worker
+  // sets none (a deadline above 100 years counts as 100 years).
   QueueSettings configure_queue(Connection& conn, const std::string& queue,
                                 const QueueConfigChange& change) const;
   // ADR-025's admin lookup: available jobs that have waited at least `aging` per level

@@ -23,14 +23,10 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "awa/connection.hpp"
@@ -40,8 +36,8 @@ namespace awa::metrics {
 // A monotonically increasing count (one time series).
 class Counter {
  public:
-  void inc(std::uint64_t n = 1) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
-  std::uint64_t value() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void inc(std::uint64_t n = 1) noexcept;
+  std::uint64_t value() const noexcept;
 
  private:
   std::atomic<std::uint64_t> value_{0};
@@ -50,10 +46,10 @@ class Counter {
 // A value that goes up and down (one time series).
 class Gauge {
  public:
-  void set(double v) noexcept { value_.store(v, std::memory_order_relaxed); }
-  void inc(double d = 1.0) noexcept { value_.fetch_add(d, std::memory_order_relaxed); }
-  void dec(double d = 1.0) noexcept { value_.fetch_add(-d, std::memory_order_relaxed); }
-  double value() const noexcept { return value_.load(std::memory_order_relaxed); }
+  void set(double v) noexcept;
+  void inc(double d = 1.0) noexcept;
+  void dec(double d = 1.0) noexcept;
+  double value() const noexcept;
 
  private:
   std::atomic<double> value_{0.0};
@@ -63,7 +59,12 @@ class Gauge {
 // bounds, inclusive, ascending; +Inf is implicit.
 class Histogram {
  public:
+  // Throws InvalidArgument unless `bounds` ascend strictly.
   explicit Histogram(std::span<const double> bounds);
+  ~Histogram();
+  Histogram(const Histogram&) = delete;
+  Histogram& operator=(const Histogram&) = delete;
+
   void observe(double v) noexcept;
 
   struct Snapshot {
@@ -72,102 +73,41 @@ class Histogram {
     std::uint64_t count = 0;  // == cumulative.back()
   };
   Snapshot snapshot() const;
-  std::span<const double> bounds() const noexcept { return bounds_; }
+  std::span<const double> bounds() const noexcept;
 
  private:
-  std::vector<double> bounds_;
-  // Not cumulative: observe() touches one bucket; exposition accumulates.
-  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1
-  std::atomic<double> sum_{0.0};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
-// Latency buckets in seconds, 0.5 ms .. 10 s.
+// Latency buckets in seconds, 0.5 ms .. 10 s: the default of Registry::histogram.
 inline constexpr double kLatencyBuckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                              0.1,    0.25,  0.5,    1.0,   2.5,  5.0,   10.0};
 
-enum class Type { kCounter, kGauge, kHistogram };
-
-class FamilyBase {
- public:
-  FamilyBase(std::string name, std::string help, Type type, std::vector<std::string> label_names);
-  virtual ~FamilyBase() = default;
-  FamilyBase(const FamilyBase&) = delete;
-  FamilyBase& operator=(const FamilyBase&) = delete;
-
-  const std::string& name() const noexcept { return name_; }
-  const std::string& help() const noexcept { return help_; }
-  Type type() const noexcept { return type_; }
-  const std::vector<std::string>& label_names() const noexcept { return label_names_; }
-
-  // Appends HELP, TYPE and every series, ordered by label values.
-  virtual void write(std::string& out) const = 0;
-
- protected:
-  // Throws InvalidArgument unless `values` has one value per label name.
-  void check_arity(std::size_t values) const;
-
- private:
-  std::string name_;
-  std::string help_;
-  Type type_;
-  std::vector<std::string> label_names_;
-};
-
+// One metric name with fixed label names; Metric is Counter, Gauge or Histogram. Created
+// and owned by a Registry.
 template <class Metric>
-class Family final : public FamilyBase {
+class Family {
  public:
-  // `bounds` is used by histograms only.
-  Family(std::string name, std::string help, Type type, std::vector<std::string> label_names,
-         std::vector<double> bounds = {})
-      : FamilyBase(std::move(name), std::move(help), type, std::move(label_names)),
-        bounds_(std::move(bounds)) {
-    if (this->label_names().empty()) with({});  // an unlabelled metric shows 0 from the start
-  }
+  ~Family();
+  Family(const Family&) = delete;
+  Family& operator=(const Family&) = delete;
 
-  // The series for these label values (in label-name order). Throws InvalidArgument for
-  // the wrong number of values. The reference stays valid as long as the family.
-  Metric& with(std::initializer_list<std::string_view> values) {
-    return with(std::span<const std::string_view>(values.begin(), values.size()));
-  }
-  Metric& with(std::span<const std::string_view> values) {
-    check_arity(values.size());
-    std::vector<std::string> key(values.begin(), values.end());
-    {
-      std::shared_lock lock(mu_);
-      if (const auto it = series_.find(key); it != series_.end()) return *it->second;
-    }
-    std::unique_lock lock(mu_);
-    auto& slot = series_[std::move(key)];
-    if (!slot) slot = make();
-    return *slot;
-  }
+  // The series for these label values (in label-name order), created on first use and
+  // never destroyed: the reference stays valid as long as the registry. Throws
+  // InvalidArgument for the wrong number of values.
+  Metric& with(std::initializer_list<std::string_view> values);
+  Metric& with(std::span<const std::string_view> values);
 
-  void write(std::string& out) const override;
-  // Histograms' bucket bounds (empty for other metrics).
-  std::span<const double> bounds() const noexcept { return bounds_; }
+  const std::string& name() const noexcept;
+
+  struct Impl;  // src/metrics/family.hpp
 
  private:
-  std::unique_ptr<Metric> make() const {
-    if constexpr (std::is_same_v<Metric, Histogram>) {
-      return std::make_unique<Histogram>(bounds_);
-    } else {
-      return std::make_unique<Metric>();
-    }
-  }
-
-  std::vector<double> bounds_;
-  mutable std::shared_mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>> series_;  // guarded by mu_
+  friend class Registry;
+  explicit Family(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
-
-// Defined with the exposition code; declared here so no translation unit instantiates a
-// generic version.
-template <>
-void Family<Counter>::write(std::string& out) const;
-template <>
-void Family<Gauge>::write(std::string& out) const;
-template <>
-void Family<Histogram>::write(std::string& out) const;
 
 extern template class Family<Counter>;
 extern template class Family<Gauge>;
@@ -178,7 +118,8 @@ extern template class Family<Histogram>;
 // name or label name Prometheus would reject ("le" is reserved for histograms' buckets).
 class Registry {
  public:
-  Registry() = default;
+  Registry();
+  ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
@@ -194,16 +135,15 @@ class Registry {
   std::string expose() const;
 
  private:
-  FamilyBase* find(const std::string& name) const;
-
-  mutable std::shared_mutex mu_;
-  std::vector<std::unique_ptr<FamilyBase>> families_;  // guarded by mu_
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
-// The process-wide registry the engine records into and Server serves by default.
+// The process-wide registry the engine records into and Server serves by default. Add
+// your own families to it to have them served beside the engine's.
 Registry& default_registry();
 
-// The engine's metric families, registered in default_registry() on first call.
+// The engine's metric families (in default_registry()), for reading them in-process.
 struct EngineMetrics {
   // awa_job_claimed_total{queue, awa_enqueue_shard}: ADR-025's awa.job.claimed with its
   // awa.enqueue.shard attribute. Counted by QueueStorage::claim.
@@ -216,34 +156,31 @@ struct EngineMetrics {
   Family<Counter>& job_completed;
   // awa_claim_duration_seconds{queue}: one claim call, empty claims included.
   Family<Histogram>& claim_duration_seconds;
-  // awa_completion_flush_seconds: one QueueStorage::complete call (one batcher flush);
-  // observed there, so callers of complete() must not observe it again.
+  // awa_completion_flush_seconds: one QueueStorage::complete call (one batcher flush).
   Family<Histogram>& completion_flush_seconds;
   // awa_queue_available{queue, priority, awa_enqueue_shard} and awa_queue_lag{...}: set
   // by refresh_queue_gauges().
   Family<Gauge>& queue_available;
   Family<Gauge>& queue_lag;
-  // awa_jobs_running{queue}: handlers running in this process; kept by the runtime.
+  // awa_jobs_running{queue}: handlers running in this process.
   Family<Gauge>& jobs_running;
   // awa_job_unknown_kind_total{queue, kind}: claimed jobs this process has no handler
   // for, sent back to the queue (snoozed) for a worker that has one.
   Family<Counter>& job_unknown_kind;
   // awa_jobs_prefetched{queue}: jobs claimed ahead of a free worker, not started yet;
-  // bounded by QueueConfig::max_prefetch. Kept by the runtime.
+  // bounded by QueueConfig::max_prefetch.
   Family<Gauge>& jobs_prefetched;
   // awa_job_released_total{queue}: prefetched jobs a stopping client handed back
-  // unstarted (QueueStorage::release). Counted by the runtime.
+  // unstarted (QueueStorage::release).
   Family<Counter>& job_released;
 };
+// Registers them on first call.
 EngineMetrics& engine();
 
 // Sets queue_available and queue_lag for every lane of each queue, exact at the time of
 // the call (Admin::queue_shards). One query per queue on `conn`.
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
                           const std::vector<std::string>& queues);
-
-// Appends `value` to `out` escaped as a label value: backslash, double quote, newline.
-void append_escaped_label_value(std::string& out, std::string_view value);
 
 // Where a Server listens, parsed from the text an operator writes (`awa work
 // --metrics-addr`). Loopback unless told otherwise: a metrics endpoint shows queue names

@@ -1,10 +1,12 @@
+// Counters, gauges, histograms, their families and the registry (include/awa/metrics.hpp);
+// the text format is in exposition.cpp.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <mutex>
+#include <variant>
 
 #include "awa/error.hpp"
-#include "awa/metrics.hpp"
+#include "metrics/family.hpp"
 
 namespace awa::metrics {
 namespace {
@@ -29,231 +31,123 @@ bool valid_label_name(std::string_view s) {
   return true;
 }
 
-const char* type_name(Type t) {
-  switch (t) {
-    case Type::kCounter:
-      return "counter";
-    case Type::kGauge:
-      return "gauge";
-    case Type::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
-// Shortest round-trip digits, which Go's strconv.ParseFloat reads back exactly. Fixed
-// notation in the range bucket bounds and latencies live in, so a bound reads le="0.0005"
-// rather than the equally short "5e-04"; infinities and NaN as the format spells them.
-void append_double(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-  } else {
-    char buf[64];
-    const double a = std::fabs(v);
-    const auto fmt = (a == 0.0 || (a >= 1e-6 && a < 1e15)) ? std::chars_format::fixed
-                                                           : std::chars_format::scientific;
-    const auto r = std::to_chars(buf, buf + sizeof buf, v, fmt);
-    out.append(buf, r.ptr);
-  }
-}
-
-void append_uint(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-void append_help(std::string& out, std::string_view help) {
-  // HELP text escapes backslash and newline only (quotes are literal there).
-  for (const char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
+// Throws InvalidArgument for a name or label name Prometheus would reject.
+void check_names(const std::string& name, Type type, const std::vector<std::string>& labels) {
+  if (!valid_metric_name(name)) throw InvalidArgument("metrics: invalid metric name: " + name);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const auto& l = labels[i];
+    if (!valid_label_name(l) || (type == Type::kHistogram && l == "le")) {
+      throw InvalidArgument("metrics: invalid label name for " + name + ": " + l);
+    }
+    if (std::find(labels.begin(), labels.begin() + static_cast<std::ptrdiff_t>(i), l) !=
+        labels.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw InvalidArgument("metrics: duplicate label name for " + name + ": " + l);
     }
   }
-}
-
-// name{a="x",b="y"[,le="..."]}; nothing when there are no labels at all.
-void append_labels(std::string& out, const std::vector<std::string>& names,
-                   const std::vector<std::string>& values, const char* le = nullptr) {
-  if (names.empty() && le == nullptr) return;
-  out += '{';
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += ',';
-    out += names[i];
-    out += "=\"";
-    append_escaped_label_value(out, values[i]);
-    out += '"';
-  }
-  if (le != nullptr) {
-    if (!names.empty()) out += ',';
-    out += "le=\"";
-    out += le;
-    out += '"';
-  }
-  out += '}';
-}
-
-void append_header(std::string& out, const FamilyBase& f) {
-  out += "# HELP ";
-  out += f.name();
-  out += ' ';
-  append_help(out, f.help());
-  out += "\n# TYPE ";
-  out += f.name();
-  out += ' ';
-  out += type_name(f.type());
-  out += '\n';
 }
 
 }  // namespace
 
-void append_escaped_label_value(std::string& out, std::string_view value) {
-  for (const char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
+// --- series ----------------------------------------------------------------------------
 
-// --- Histogram -------------------------------------------------------------------------
+void Counter::inc(std::uint64_t n) noexcept { value_.fetch_add(n, std::memory_order_relaxed); }
+std::uint64_t Counter::value() const noexcept { return value_.load(std::memory_order_relaxed); }
 
-Histogram::Histogram(std::span<const double> bounds)
-    : bounds_(bounds.begin(), bounds.end()),
-      buckets_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {
-  for (std::size_t i = 0; i < bounds_.size(); ++i) {
-    if (std::isnan(bounds_[i]) || (i > 0 && !(bounds_[i - 1] < bounds_[i]))) {
+void Gauge::set(double v) noexcept { value_.store(v, std::memory_order_relaxed); }
+void Gauge::inc(double d) noexcept { value_.fetch_add(d, std::memory_order_relaxed); }
+void Gauge::dec(double d) noexcept { value_.fetch_add(-d, std::memory_order_relaxed); }
+double Gauge::value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+struct Histogram::Impl {
+  explicit Impl(std::span<const double> b)
+      : bounds(b.begin(), b.end()),
+        buckets(std::make_unique<std::atomic<std::uint64_t>[]>(bounds.size() + 1)) {}
+  std::vector<double> bounds;
+  // Not cumulative: observe() touches one bucket; snapshot() accumulates.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets;  // bounds.size() + 1
+  std::atomic<double> sum{0.0};
+};
+
+Histogram::Histogram(std::span<const double> bounds) {
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (std::isnan(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
       throw InvalidArgument("histogram: bucket bounds must be ascending numbers");
     }
   }
+  impl_ = std::make_unique<Impl>(bounds);
 }
+
+Histogram::~Histogram() = default;
+
+std::span<const double> Histogram::bounds() const noexcept { return impl_->bounds; }
 
 void Histogram::observe(double v) noexcept {
   // lower_bound: a value equal to a bound belongs to that bucket (le is inclusive).
-  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);
-  const auto i = static_cast<std::size_t>(it - bounds_.begin());
-  buckets_[i].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(v, std::memory_order_relaxed);
+  const auto& bounds = impl_->bounds;
+  const auto it = std::lower_bound(bounds.begin(), bounds.end(), v);
+  const auto i = static_cast<std::size_t>(it - bounds.begin());
+  impl_->buckets[i].fetch_add(1, std::memory_order_relaxed);
+  impl_->sum.fetch_add(v, std::memory_order_relaxed);
 }
 
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot s;
-  s.cumulative.reserve(bounds_.size() + 1);
+  const std::size_t n = impl_->bounds.size() + 1;
+  s.cumulative.reserve(n);
   std::uint64_t total = 0;
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    total += buckets_[i].load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    total += impl_->buckets[i].load(std::memory_order_relaxed);
     s.cumulative.push_back(total);
   }
   // _count is derived from the buckets, so it always equals the +Inf bucket even when a
   // scrape races an observation.
   s.count = total;
-  s.sum = sum_.load(std::memory_order_relaxed);
+  s.sum = impl_->sum.load(std::memory_order_relaxed);
   return s;
 }
 
 // --- families --------------------------------------------------------------------------
 
-FamilyBase::FamilyBase(std::string name, std::string help, Type type,
-                       std::vector<std::string> label_names)
-    : name_(std::move(name)),
-      help_(std::move(help)),
-      type_(type),
-      label_names_(std::move(label_names)) {
-  if (!valid_metric_name(name_)) throw InvalidArgument("metrics: invalid metric name: " + name_);
-  for (std::size_t i = 0; i < label_names_.size(); ++i) {
-    const auto& l = label_names_[i];
-    if (!valid_label_name(l) || (type_ == Type::kHistogram && l == "le")) {
-      throw InvalidArgument("metrics: invalid label name for " + name_ + ": " + l);
+template <class Metric>
+Family<Metric>::Family(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  if (impl_->label_names.empty()) with({});  // an unlabelled metric shows 0 from the start
+}
+
+template <class Metric>
+Family<Metric>::~Family() = default;
+
+template <class Metric>
+const std::string& Family<Metric>::name() const noexcept {
+  return impl_->name;
+}
+
+template <class Metric>
+Metric& Family<Metric>::with(std::initializer_list<std::string_view> values) {
+  return with(std::span<const std::string_view>(values.begin(), values.size()));
+}
+
+template <class Metric>
+Metric& Family<Metric>::with(std::span<const std::string_view> values) {
+  Impl& f = *impl_;
+  if (values.size() != f.label_names.size()) {
+    throw InvalidArgument("metrics: " + f.name + " takes " + std::to_string(f.label_names.size()) +
+                          " label values, got " + std::to_string(values.size()));
+  }
+  std::vector<std::string> key(values.begin(), values.end());
+  {
+    std::shared_lock lock(f.mu);
+    if (const auto it = f.series.find(key); it != f.series.end()) return *it->second;
+  }
+  std::unique_lock lock(f.mu);
+  auto& slot = f.series[std::move(key)];
+  if (!slot) {
+    if constexpr (std::is_same_v<Metric, Histogram>) {
+      slot = std::make_unique<Histogram>(f.bounds);
+    } else {
+      slot = std::make_unique<Metric>();
     }
-    if (std::find(label_names_.begin(), label_names_.begin() + static_cast<std::ptrdiff_t>(i), l) !=
-        label_names_.begin() + static_cast<std::ptrdiff_t>(i)) {
-      throw InvalidArgument("metrics: duplicate label name for " + name_ + ": " + l);
-    }
   }
-}
-
-void FamilyBase::check_arity(std::size_t values) const {
-  if (values != label_names_.size()) {
-    throw InvalidArgument("metrics: " + name_ + " takes " + std::to_string(label_names_.size()) +
-                          " label values, got " + std::to_string(values));
-  }
-}
-
-template <>
-void Family<Counter>::write(std::string& out) const {
-  append_header(out, *this);
-  std::shared_lock lock(mu_);
-  for (const auto& [values, c] : series_) {
-    out += name();
-    append_labels(out, label_names(), values);
-    out += ' ';
-    append_uint(out, c->value());
-    out += '\n';
-  }
-}
-
-template <>
-void Family<Gauge>::write(std::string& out) const {
-  append_header(out, *this);
-  std::shared_lock lock(mu_);
-  for (const auto& [values, g] : series_) {
-    out += name();
-    append_labels(out, label_names(), values);
-    out += ' ';
-    append_double(out, g->value());
-    out += '\n';
-  }
-}
-
-template <>
-void Family<Histogram>::write(std::string& out) const {
-  append_header(out, *this);
-  std::vector<std::string> les;
-  for (const double b : bounds_) {
-    std::string le;
-    append_double(le, b);
-    les.push_back(std::move(le));
-  }
-  les.emplace_back("+Inf");
-  std::shared_lock lock(mu_);
-  for (const auto& [values, h] : series_) {
-    const auto snap = h->snapshot();
-    for (std::size_t i = 0; i < les.size(); ++i) {
-      out += name();
-      out += "_bucket";
-      append_labels(out, label_names(), values, les[i].c_str());
-      out += ' ';
-      append_uint(out, snap.cumulative[i]);
-      out += '\n';
-    }
-    out += name();
-    out += "_sum";
-    append_labels(out, label_names(), values);
-    out += ' ';
-    append_double(out, snap.sum);
-    out += '\n';
-    out += name();
-    out += "_count";
-    append_labels(out, label_names(), values);
-    out += ' ';
-    append_uint(out, snap.count);
-    out += '\n';
-  }
+  return *slot;
 }
 
 template class Family<Counter>;
@@ -262,45 +156,71 @@ template class Family<Histogram>;
 
 // --- registry --------------------------------------------------------------------------
 
-FamilyBase* Registry::find(const std::string& name) const {
-  for (const auto& f : families_) {
-    if (f->name() == name) return f.get();
+struct Registry::Impl {
+  using Entry = std::variant<std::unique_ptr<Family<Counter>>, std::unique_ptr<Family<Gauge>>,
+                             std::unique_ptr<Family<Histogram>>>;
+  mutable std::shared_mutex mu;
+  std::vector<Entry> families;  // guarded by mu; in registration order
+
+  // The family registered under `name` as a Family<Metric> with these labels; nullptr when
+  // there is none. Throws when the name is taken by another type or label set.
+  template <class Metric>
+  Family<Metric>* find(const std::string& name, const std::vector<std::string>& labels) const {
+    for (const auto& e : families) {
+      const bool same_name = std::visit([&](const auto& f) { return f->name() == name; }, e);
+      if (!same_name) continue;
+      const auto* f = std::get_if<std::unique_ptr<Family<Metric>>>(&e);
+      if (f == nullptr || (*f)->impl_->label_names != labels) {
+        throw InvalidArgument("metrics: " + name +
+                              " is already registered with another type or labels");
+      }
+      return f->get();
+    }
+    return nullptr;
   }
-  return nullptr;
-}
+};
+
+Registry::Registry() : impl_(std::make_unique<Impl>()) {}
+Registry::~Registry() = default;
 
 namespace {
 
-// The family already registered under this name, if it is the same metric.
-template <class F>
-F* existing(FamilyBase* found, Type type, const std::vector<std::string>& label_names) {
-  if (found == nullptr) return nullptr;
-  if (found->type() != type || found->label_names() != label_names) {
-    throw InvalidArgument("metrics: " + found->name() +
-                          " is already registered with another type or labels");
-  }
-  return static_cast<F*>(found);
+template <class Metric>
+std::unique_ptr<typename Family<Metric>::Impl> family_impl(const std::string& name,
+                                                           const std::string& help, Type type,
+                                                           std::vector<std::string> labels,
+                                                           std::vector<double> bounds = {}) {
+  check_names(name, type, labels);
+  auto f = std::make_unique<typename Family<Metric>::Impl>();
+  f->name = name;
+  f->help = help;
+  f->type = type;
+  f->label_names = std::move(labels);
+  f->bounds = std::move(bounds);
+  return f;
 }
 
 }  // namespace
 
 Family<Counter>& Registry::counter(const std::string& name, const std::string& help,
                                    std::vector<std::string> label_names) {
-  std::unique_lock lock(mu_);
-  if (auto* f = existing<Family<Counter>>(find(name), Type::kCounter, label_names)) return *f;
-  auto f = std::make_unique<Family<Counter>>(name, help, Type::kCounter, std::move(label_names));
-  auto& ref = *f;
-  families_.push_back(std::move(f));
+  std::unique_lock lock(impl_->mu);
+  if (auto* f = impl_->find<Counter>(name, label_names)) return *f;
+  std::unique_ptr<Family<Counter>> owned(new Family<Counter>(
+      family_impl<Counter>(name, help, Type::kCounter, std::move(label_names))));
+  auto& ref = *owned;
+  impl_->families.emplace_back(std::move(owned));
   return ref;
 }
 
 Family<Gauge>& Registry::gauge(const std::string& name, const std::string& help,
                                std::vector<std::string> label_names) {
-  std::unique_lock lock(mu_);
-  if (auto* f = existing<Family<Gauge>>(find(name), Type::kGauge, label_names)) return *f;
-  auto f = std::make_unique<Family<Gauge>>(name, help, Type::kGauge, std::move(label_names));
-  auto& ref = *f;
-  families_.push_back(std::move(f));
+  std::unique_lock lock(impl_->mu);
+  if (auto* f = impl_->find<Gauge>(name, label_names)) return *f;
+  std::unique_ptr<Family<Gauge>> owned(
+      new Family<Gauge>(family_impl<Gauge>(name, help, Type::kGauge, std::move(label_names))));
+  auto& ref = *owned;
+  impl_->families.emplace_back(std::move(owned));
   return ref;
 }
 
@@ -309,25 +229,28 @@ Family<Histogram>& Registry::histogram(const std::string& name, const std::strin
                                        std::span<const double> bounds) {
   // Validate the bounds before anything is registered (Histogram's constructor checks).
   const Histogram probe(bounds);
-  std::unique_lock lock(mu_);
-  if (auto* f = existing<Family<Histogram>>(find(name), Type::kHistogram, label_names)) {
-    const auto have = f->bounds();
+  std::unique_lock lock(impl_->mu);
+  if (auto* f = impl_->find<Histogram>(name, label_names)) {
+    const auto& have = f->impl_->bounds;
     if (!std::equal(have.begin(), have.end(), bounds.begin(), bounds.end())) {
       throw InvalidArgument("metrics: " + name + " is already registered with other buckets");
     }
     return *f;
   }
-  auto f = std::make_unique<Family<Histogram>>(name, help, Type::kHistogram, std::move(label_names),
-                                               std::vector<double>(bounds.begin(), bounds.end()));
-  auto& ref = *f;
-  families_.push_back(std::move(f));
+  std::unique_ptr<Family<Histogram>> owned(new Family<Histogram>(
+      family_impl<Histogram>(name, help, Type::kHistogram, std::move(label_names),
+                             std::vector<double>(bounds.begin(), bounds.end()))));
+  auto& ref = *owned;
+  impl_->families.emplace_back(std::move(owned));
   return ref;
 }
 
 std::string Registry::expose() const {
   std::string out;
-  std::shared_lock lock(mu_);
-  for (const auto& f : families_) f->write(out);
+  std::shared_lock lock(impl_->mu);
+  for (const auto& e : impl_->families) {
+    std::visit([&](const auto& f) { write_family(out, *f->impl_); }, e);
+  }
   return out;
 }
 
