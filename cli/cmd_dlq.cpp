@@ -35,11 +35,20 @@ std::chrono::seconds parse_age(const std::string& text) {
   if (ec != std::errc() || ptr != end || n < 0) throw fail();
   std::int64_t unit = 0;
   switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    default: throw fail();
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    default:
+      throw fail();
   }
   // 100 years is more than any retention; beyond it the interval arithmetic would overflow.
   if (n > 3'155'760'000 / unit) throw fail();
@@ -78,8 +87,8 @@ int list(const Context& ctx, const DlqFilter& filter, bool json) {
     fmt::print("no dead letters\n");
     return 0;
   }
-  fmt::print("{:>12} {:<20} {:<24} {:>9} {:<24} {}\n", "id", "queue", "kind", "attempt",
-             "dlq_at", "reason");
+  fmt::print("{:>12} {:<20} {:<24} {:>9} {:<24} {}\n", "id", "queue", "kind", "attempt", "dlq_at",
+             "reason");
   for (const auto& e : entries) {
     fmt::print("{:>12} {:<20} {:<24} {:>9} {:<24} {}\n", e.id, e.queue, e.kind,
                fmt::format("{}/{}", e.attempt, e.max_attempts), e.dlq_at, e.reason);
@@ -150,7 +159,8 @@ void add_selection(CLI::App* sub, const std::shared_ptr<Args>& a) {
   sub->add_option("id", a->id, "one dead letter (job id)");
   sub->add_option("--queue", a->queue, "dead letters of this queue");
   sub->add_option("--kind", a->kind, "dead letters of this kind");
-  sub->add_option("--older-than", a->older_than, "dead-lettered longer ago than this: 7d, 12h, 30m, 90s");
+  sub->add_option("--older-than", a->older_than,
+                  "dead-lettered longer ago than this: 7d, 12h, 30m, 90s");
   sub->add_flag("--all", a->filter.all, "every dead letter (required when no filter is given)");
   sub->add_flag("--json", a->json, "print JSON");
 }

@@ -87,11 +87,11 @@ int list(const Context& ctx, const JobFilter& filter, bool json) {
     fmt::print("no jobs\n");
     return 0;
   }
-  fmt::print("{:>12} {:<10} {:<20} {:<24} {:>3} {:>9} {:>5} {}\n", "id", "state", "queue",
-             "kind", "pri", "attempt", "shard", "run_at");
+  fmt::print("{:>12} {:<10} {:<20} {:<24} {:>3} {:>9} {:>5} {}\n", "id", "state", "queue", "kind",
+             "pri", "attempt", "shard", "run_at");
   for (const auto& s : jobs) {
-    fmt::print("{:>12} {:<10} {:<20} {:<24} {:>3} {:>9} {:>5} {}\n", s.id, s.state, s.queue,
-               s.kind, s.priority, fmt::format("{}/{}", s.attempt, s.max_attempts),
+    fmt::print("{:>12} {:<10} {:<20} {:<24} {:>3} {:>9} {:>5} {}\n", s.id, s.state, s.queue, s.kind,
+               s.priority, fmt::format("{}/{}", s.attempt, s.max_attempts),
                shard_text(s.enqueue_shard), s.run_at);
   }
   if (static_cast<int>(jobs.size()) == filter.limit) {
@@ -288,9 +288,8 @@ void add_job(CLI::App& app, Context& ctx) {
   mv->add_option("id", a->id, "job id")->required();
   mv->add_option("--queue", a->queue, "destination queue")->required();
   mv->add_flag("--json", a->json, "print JSON");
-  mv->callback([&ctx, a] {
-    ctx.action = [&ctx, a] { return move(ctx, a->id, a->queue, a->json); };
-  });
+  mv->callback(
+      [&ctx, a] { ctx.action = [&ctx, a] { return move(ctx, a->id, a->queue, a->json); }; });
 }
 
 }  // namespace awa::cli

@@ -93,9 +93,9 @@ std::vector<std::pair<std::string, std::int64_t>> Admin::dlq_depth(Connection& c
 std::vector<JobId> Admin::retry_dlq(Connection& conn, const DlqFilter& filter) const {
   validate_filter(filter);
   require_selection(filter, "retry");
-  const auto res = pg::native(conn).exec(
-      query("retry_dlq", quoted_), pg::make_params(filter.id, filter.queue, filter.kind,
-                                                   interval(filter.older_than), filter.all));
+  const auto res = pg::native(conn).exec(query("retry_dlq", quoted_),
+                                         pg::make_params(filter.id, filter.queue, filter.kind,
+                                                         interval(filter.older_than), filter.all));
   std::vector<JobId> ids;
   ids.reserve(static_cast<std::size_t>(res.rows()));
   for (int r = 0; r < res.rows(); ++r) ids.push_back(res.get<std::int64_t>(r, 0));

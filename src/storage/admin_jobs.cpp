@@ -37,17 +37,17 @@ void validate_priority(int priority) {
 void validate_state(const std::string& state) {
   if (std::find(std::begin(kJobStates), std::end(kJobStates), std::string_view(state)) ==
       std::end(kJobStates)) {
-    throw InvalidArgument(fmt::format(
-        "unknown job state \"{}\" (expected one of: {})", storage::printable(state),
-        fmt::join(std::begin(kJobStates), std::end(kJobStates), ", ")));
+    throw InvalidArgument(
+        fmt::format("unknown job state \"{}\" (expected one of: {})", storage::printable(state),
+                    fmt::join(std::begin(kJobStates), std::end(kJobStates), ", ")));
   }
 }
 
 // A kind filter goes to the server as text: a NUL would end it early.
 void validate_kind_filter(const std::string& kind) {
   if (kind.empty() || kind.size() > kMaxNameBytes || kind.find('\0') != std::string::npos) {
-    throw InvalidArgument(
-        fmt::format("kind filter \"{}\" must be 1..200 bytes without NUL", storage::printable(kind)));
+    throw InvalidArgument(fmt::format("kind filter \"{}\" must be 1..200 bytes without NUL",
+                                      storage::printable(kind)));
   }
 }
 
@@ -156,14 +156,14 @@ std::vector<JobId> Admin::retry_failed(Connection& conn, const std::optional<std
 
 JobAction Admin::set_job_priority(Connection& conn, JobId id, int priority) const {
   validate_priority(priority);
-  return action(id, pg::native(conn).exec(query("set_job_priority", quoted_),
-                                          pg::make_params(id, priority)));
+  return action(
+      id, pg::native(conn).exec(query("set_job_priority", quoted_), pg::make_params(id, priority)));
 }
 
 JobAction Admin::move_job(Connection& conn, JobId id, const std::string& destination) const {
   storage::validate_queue_name(destination);
-  return action(id, pg::native(conn).exec(query("move_job", quoted_),
-                                          pg::make_params(id, destination)));
+  return action(
+      id, pg::native(conn).exec(query("move_job", quoted_), pg::make_params(id, destination)));
 }
 
 int Admin::age_waiting_priorities(Connection& conn, const std::string& queue,

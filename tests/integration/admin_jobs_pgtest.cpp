@@ -1,5 +1,6 @@
 // Admin: listing and showing jobs in every state, and retrying them (issue 12;
 // sql/functions/0055_job_admin.sql, 0056_job_moves.sql).
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -140,6 +141,66 @@ TEST_F(JobAdminTest, ShowGivesPlaceErrorsProgressAndTimeline) {
   EXPECT_FALSE(admin().job(ac(), 987654321).has_value());
 }
 
+TEST_F(JobAdminTest, ListingUnderConcurrentClaimsShowsEveryJobExactlyOnce) {
+  // One statement, one snapshot: a job moving from available to running to completed
+  // while the listing runs is listed once, in one of those states, never twice or not
+  // at all.
+  set_shards("cc", 4);
+  std::vector<NewJob> jobs(200, NewJob("work", nlohmann::json::object(), opts("cc")));
+  storage::insert_many(*store_, conn(), jobs);
+  std::atomic<bool> stop{false};
+  std::thread worker([&] {
+    auto c = connect_new();
+    QueueStorage::ClaimOptions o;
+    o.max_batch = 7;
+    while (!stop) {
+      const auto got = storage::consumer(*store_).claim(c, "cc", o);
+      if (got.empty()) break;
+      std::vector<Completion> cs;
+      for (const auto& e : got) cs.push_back(Completion::of(e, Outcome::kCompleted));
+      storage::consumer(*store_).complete(c, cs);
+    }
+  });
+  JobFilter f;
+  f.queue = "cc";
+  f.limit = 10000;
+  for (int round = 0; round < 30; ++round) {
+    std::set<JobId> seen;
+    std::size_t n = 0;
+    for (const auto& j : admin().list_jobs(ac(), f)) {
+      ++n;
+      seen.insert(j.id);
+      EXPECT_TRUE(j.state == "available" || j.state == "running" || j.state == "completed")
+          << j.state;
+    }
+    EXPECT_EQ(n, 200U);
+    EXPECT_EQ(seen.size(), 200U);
+  }
+  stop = true;
+  worker.join();
+}
+
+TEST_F(JobAdminTest, ACancelledScheduledJobsBodyIsHistoryToTheRings) {
+  // The row at lane_seq = -job_id shares (queue, priority, shard 0) with a real lane:
+  // prune must not take it for pending work, and it goes with its slot.
+  const auto done = enqueue("hx");
+  finish(claim_one("hx", done), Outcome::kCompleted);
+  const auto cs = schedule("hx");
+  ASSERT_EQ(admin().cancel_job(ac(), cs), "scheduled");
+  EXPECT_EQ(admin().queue_shards(ac(), "hx").at(0).available, 0);
+  EXPECT_EQ(admin().queue_counts(ac(), "hx").available, 0);
+  EXPECT_TRUE(claim("hx").empty());
+  ASSERT_TRUE(admin().rotate(ac(), "queue").done);
+  const auto pruned = admin().prune(ac(), "queue");
+  EXPECT_TRUE(pruned.done) << pruned.reason;
+  EXPECT_EQ(pruned.rows_carried, 0);
+  const auto c = admin().queue_counts(ac(), "hx");
+  EXPECT_EQ(c.cancelled, 1);
+  EXPECT_EQ(c.completed, 1);
+  EXPECT_FALSE(admin().job(ac(), cs).has_value());
+  EXPECT_EQ(admin().retry_job(ac(), cs).outcome, "not_found");
+}
+
 TEST_F(JobAdminTest, ShowKeepsTheBodyOfAScheduledJob) {
   InsertOpts o = opts("body", 3, std::string("k\x01y"));
   o.run_at = std::chrono::system_clock::now() + std::chrono::hours(2);
@@ -221,7 +282,8 @@ TEST_P(JobRetryTest, FailedCancelledAndDeadJobsRunAgainWithCountsExact) {
     ++n;
     const auto now = admin().queue_counts(ac(), "rq");
     EXPECT_EQ(now.available, 1);
-    EXPECT_EQ(now.failed + now.cancelled + now.dlq, before.failed + before.cancelled + before.dlq - n);
+    EXPECT_EQ(now.failed + now.cancelled + now.dlq,
+              before.failed + before.cancelled + before.dlq - n);
     expect_counts_match_listing("rq");
 
     const auto d = admin().job(ac(), id);
@@ -258,7 +320,8 @@ INSTANTIATE_TEST_SUITE_P(Shards, JobRetryTest, ::testing::Values(1, 8));
 
 TEST_F(JobAdminTest, RetryRefusesLiveJobsAndUnknownIds) {
   const auto ids = every_state("rr");
-  for (const char* which : {"available", "running", "waiting", "scheduled", "retryable", "completed"}) {
+  for (const char* which :
+       {"available", "running", "waiting", "scheduled", "retryable", "completed"}) {
     const auto a = admin().retry_job(ac(), ids.at(which));
     EXPECT_EQ(a.outcome, "not_retryable") << which;
     EXPECT_EQ(a.state, which);

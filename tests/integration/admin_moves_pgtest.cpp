@@ -46,8 +46,8 @@ TEST_F(JobMoveTest, KeyedReadyJobsLandOnSourceShardModuloDestinationWidth) {
       EXPECT_EQ(d.timeline.back().event, "moved");
     }
   }
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'narrow' AND enqueue_shard >= 3"),
-            0);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM ready_entries WHERE queue = 'narrow' AND enqueue_shard >= 3"), 0);
   EXPECT_EQ(admin().queue_counts(ac(), "src").available, 0);
   EXPECT_EQ(admin().queue_counts(ac(), "wide").available, 8);
   EXPECT_EQ(admin().queue_counts(ac(), "narrow").available, 8);
@@ -225,9 +225,7 @@ TEST_F(JobMoveTest, SetPriorityOfScheduledAndAvailableJobs) {
 }
 
 TEST_F(JobMoveTest, AgeWaitingPrioritiesMovesOldRowsUp) {
-  const auto ago = [](minutes m) {
-    return std::chrono::system_clock::now() - m;
-  };
+  const auto ago = [](minutes m) { return std::chrono::system_clock::now() - m; };
   InsertOpts o4 = opts("ag", 4);
   o4.run_at = ago(minutes(10));
   const auto old4 = enqueue(o4);

@@ -164,8 +164,7 @@ TEST_F(CliJobsTest, DlqListDepthRetryPurge) {
   EXPECT_EQ(awa("dlq purge --older-than 7d").exit_code, 0);  // none that old
   EXPECT_EQ(admin().queue_counts(ac(), "dq").dlq, 3);
 
-  EXPECT_EQ(json(fmt::format("dlq retry {}", dead[0])),
-            nlohmann::json({{"retried", {dead[0]}}}));
+  EXPECT_EQ(json(fmt::format("dlq retry {}", dead[0])), nlohmann::json({{"retried", {dead[0]}}}));
   EXPECT_EQ(state_of(dead[0]), "available");
   const auto gone = awa(fmt::format("dlq retry {}", dead[0]));
   EXPECT_EQ(gone.exit_code, 1);
