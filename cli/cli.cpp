@@ -70,6 +70,8 @@ int run(int argc, char** argv) {
   add_work(app, ctx);
   add_storage(app, ctx);
   add_roles(app, ctx);
+  add_job(app, ctx);
+  add_dlq(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -34,5 +34,7 @@ void add_queue(CLI::App& app, Context& ctx);
 void add_work(CLI::App& app, Context& ctx);
 void add_storage(CLI::App& app, Context& ctx);
 void add_roles(CLI::App& app, Context& ctx);
+void add_job(CLI::App& app, Context& ctx);
+void add_dlq(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

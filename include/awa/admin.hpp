@@ -141,7 +141,7 @@ struct JobSummary {
   int max_attempts = 0;
   std::optional<int> enqueue_shard;  // unset while scheduled / retryable / in the DLQ
   std::string created_at;            // ISO 8601 UTC
-  std::string run_at;                // ISO 8601 UTC
+  std::string run_at;                // ISO 8601 UTC; in the DLQ: when it was dead-lettered
 };
 
 // Filters of list_jobs; every set field must match. Ordered by id, ascending.
@@ -162,9 +162,12 @@ struct JobError {
 
 // One event in a job's life, oldest first. `event`: "created", "scheduled" (deferred
 // until `detail`), "claimed" (attempt, shard), "completed", "failed", "retried",
-// "snoozed", "rescued", "cancelled", "dlq", "retried_by_operator", "moved".
+// "snoozed", "rescued", "cancelled", "dlq", "retried_by_operator", "moved" (to another
+// queue or priority; `detail` says from where to where). An attempt end keeps the state
+// it had when the operator retried it: a failed attempt retried by the operator shows as
+// "retried", followed by "retried_by_operator" ("was failed").
 struct JobEvent {
-  std::string at;  // ISO 8601 UTC
+  std::string at;  // ISO 8601 UTC; empty for a success whose claim record was pruned
   std::string event;
   int attempt = 0;
   std::optional<int> enqueue_shard;
@@ -186,7 +189,9 @@ struct JobDetail {
 };
 
 // What an action on one job found and did. `outcome` names the action's result, e.g.
-// "retried", "moved", "reprioritised", "not_found"; `state` is where the job was before.
+// "retried", "moved", "reprioritised", "unchanged" (already so: nothing to do),
+// "not_retryable", "not_movable", "not_found"; `state` is where the job was before
+// (one of kJobStates; empty when not found).
 struct JobAction {
   JobId id = 0;
   std::string state;
@@ -311,13 +316,15 @@ class Admin {
   // ADR-025's admin lookup: available jobs that have waited at least `aging` per level
   // are moved to the priority they have aged to (one level per interval, not above 1),
   // at the tail of that priority's lane on the same shard rule as move_queue. Returns
-  // how many were moved. Ready rows are immutable: each is tombstoned and re-enqueued.
+  // how many were moved. Ready rows are immutable: each is tombstoned and re-enqueued,
+  // its run_at moved on by the wait the levels used up, so no wait is counted twice
+  // (a second call, or claim-time aging, sees the same effective priority).
   int age_waiting_priorities(Connection& conn, const std::string& queue,
                              std::chrono::milliseconds aging) const;
 
   // --- jobs (awa job ...) -----------------------------------------------------------------
   std::vector<JobSummary> list_jobs(Connection& conn, const JobFilter& filter) const;
-  // Unset when no trace of the job is retained.
+  // Unset when no trace of the job is retained (pruned, or a purged dead letter).
   std::optional<JobDetail> job(Connection& conn, JobId id) const;
   // A failed or cancelled job (or a dead letter) gets a new attempt: it is available
   // again at once with its attempt count reset; its errors are kept. Other states:
@@ -328,14 +335,17 @@ class Admin {
   std::vector<JobId> retry_failed(Connection& conn, const std::optional<std::string>& queue,
                                   const std::optional<std::string>& kind) const;
   // Scheduled / retryable: updated in place. Available: re-enqueued at the tail of the
-  // new priority's lane (same shard rule as move_queue). Running or finished: outcome
-  // "not_movable". Priority outside 1..4: InvalidArgument.
+  // new priority's lane (same shard rule as move_queue). Outcome "reprioritised", or
+  // "unchanged" at that priority already. Running or finished: outcome "not_movable".
+  // Priority outside 1..4: InvalidArgument.
   JobAction set_job_priority(Connection& conn, JobId id, int priority) const;
   // move_queue (ADR-025, "Cross-queue administration"): ready or scheduled jobs only. A
   // keyed ready job lands on source_enqueue_shard % destination_enqueue_shards; an
   // unkeyed one (or a scheduled one, which has no shard) takes the destination's
-  // ordinary enqueue rule. Never an out-of-range shard. Running or finished: outcome
-  // "not_movable".
+  // ordinary enqueue rule. Never an out-of-range shard. A retryable job (deferred, like
+  // a scheduled one) moves too. Outcome "moved", or "unchanged" when already in that
+  // queue. Running or finished: outcome "not_movable". An invalid destination name:
+  // InvalidArgument.
   JobAction move_job(Connection& conn, JobId id, const std::string& destination) const;
 
   // --- dead-letter queue (awa dlq ...) ------------------------------------------------------

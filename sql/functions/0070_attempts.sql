@@ -190,7 +190,8 @@ END
 $$;
 
 -- Cancels a job wherever it is. Returns what was found:
---   'scheduled'  deferred (not yet runnable): removed, cancelled done row on lane_seq = -job_id
+--   'scheduled'  deferred (not yet runnable): removed; its body and a cancelled done row
+--                kept on lane_seq = -job_id
 --   'available'  ready, not claimed: tombstoned so no claim hands it out, cancelled done row
 --   'running'    claimed, attempt open: the attempt is closed as cancelled (its completion
 --                becomes stale) and 'awa:cancel' is notified with the job id so the
@@ -206,6 +207,7 @@ LANGUAGE plpgsql
 SET jit = off AS $$
 DECLARE
     v_def   {schema}.deferred_jobs%ROWTYPE;
+    v_slot  smallint;
     v_ready record;
     v_open  record;
     v_claim bigint;
@@ -214,10 +216,21 @@ DECLARE
 BEGIN
     DELETE FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id RETURNING * INTO v_def;
     IF FOUND THEN
+        -- The body stays on a ready row at lane_seq = -job_id, beside the done row, so the
+        -- job can be shown and retried like any cancelled job (retry_job). No lane
+        -- produces that key, and every reader of pending work takes rows at or after a
+        -- claim cursor (>= 1), so it is history: never claimed, counted, carried or
+        -- found pending by prune. The slot is held for write, as a producer's is.
+        v_slot := {schema}.ready_slot_for_write();
+        INSERT INTO {schema}.ready_entries
+            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
+             run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
+        VALUES (v_slot, v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.kind,
+                v_def.args, v_def.attempt, v_def.run_lease, v_def.max_attempts, v_def.run_at,
+                v_def.created_at, v_def.ordering_key, v_def.metadata, v_def.tags, v_def.errors);
         INSERT INTO {schema}.done_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-        VALUES ({schema}.ring_current_slot('queue'),
-                v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
+        VALUES (v_slot, v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
                 v_def.attempt, 'cancelled', 'cancelled while scheduled');
         RETURN 'scheduled';
     END IF;
@@ -231,6 +244,11 @@ BEGIN
       ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
      AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
     WHERE r.job_id = p_job_id
+      -- a moved job's old row is tombstoned; its live row is elsewhere
+      AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                        AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                        AND t.lane_seq = r.lane_seq)
     LIMIT 1;
     IF FOUND THEN
         -- Serialise with claimers of this lane: once we hold the head, the row is either

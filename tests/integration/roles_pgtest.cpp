@@ -284,6 +284,38 @@ TEST_F(RolesTest, AdminOperatesQueuesAndStorage) {
   EXPECT_EQ(denied_sql("admin", "CREATE TABLE x (a int)"), kDenied);
 }
 
+TEST_F(RolesTest, AdminRunsJobAndDlqOperations) {
+  // job_events (migration 0004) and the job / DLQ functions need nothing beyond what
+  // the admin role holds; the producer can read none of it.
+  QueueStorage store(StorageOptions{schema_});
+  const auto a = enqueue_as("producer", "ja", store);
+  const auto b = enqueue_as("producer", "ja", store);
+  const Admin admin(schema_);
+  EXPECT_EQ(admin.move_job(as("admin"), a, "jb").outcome, "moved");
+  EXPECT_EQ(admin.set_job_priority(as("admin"), b, 1).outcome, "reprioritised");
+  EXPECT_EQ(admin.cancel_job(as("admin"), b), "available");
+  EXPECT_EQ(admin.retry_job(as("admin"), b).outcome, "retried");
+  EXPECT_EQ(admin.list_jobs(as("admin"), JobFilter{}).size(), 2u);
+  ASSERT_TRUE(admin.job(as("admin"), a));
+  EXPECT_EQ(admin.job(as("admin"), a)->timeline.back().event, "moved");
+  EXPECT_EQ(admin.age_waiting_priorities(as("admin"), "jb", std::chrono::hours(1)), 0);
+
+  conn().exec("INSERT INTO queue_meta (queue, dlq_enabled) VALUES ('jb', true)");
+  const auto got = store.claim(as("worker"), "jb");
+  ASSERT_EQ(got.size(), 1u);
+  store.complete(as("worker"), std::vector{Completion::of(got[0], Outcome::kFail, "x")});
+  EXPECT_EQ(admin.list_dlq(as("admin"), DlqFilter{}).size(), 1u);
+  DlqFilter one;
+  one.id = a;
+  EXPECT_EQ(admin.retry_dlq(as("admin"), one), std::vector<JobId>{a});
+  DlqFilter all;
+  all.all = true;
+  EXPECT_EQ(admin.purge_dlq(as("admin"), all), 0);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM job_states()"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM job_events"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM move_queue(1, 'x')"), kDenied);
+}
+
 TEST_F(RolesTest, ClientRunsAsWorkerWithMaintenance) {
   // The whole runtime — dispatchers, batcher, heartbeats and the maintenance leader
   // (promotion, rescue, rotation) — on connections acting as the worker role.

@@ -1,0 +1,1 @@
+SELECT queue, count(*) FROM {schema}.dlq_entries GROUP BY queue ORDER BY queue COLLATE "C"

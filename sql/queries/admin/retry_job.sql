@@ -1,0 +1,1 @@
+SELECT state, outcome FROM {schema}.retry_job($1::bigint)
