@@ -70,6 +70,7 @@ int run(int argc, char** argv) {
   add_work(app, ctx);
   add_storage(app, ctx);
   add_roles(app, ctx);
+  add_health(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -34,5 +34,6 @@ void add_queue(CLI::App& app, Context& ctx);
 void add_work(CLI::App& app, Context& ctx);
 void add_storage(CLI::App& app, Context& ctx);
 void add_roles(CLI::App& app, Context& ctx);
+void add_health(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

@@ -10,6 +10,7 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "pg/native.hpp"
+#include "runtime/instance_registry.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/store_access.hpp"
 
@@ -79,7 +80,10 @@ void MaintenanceLeader::run() {
           spdlog::info("maintenance: this process is the leader for schema {}", options_.schema);
         }
       }
-      if (leader_.load()) round(*conn);
+      if (leader_.load()) {
+        round(*conn);
+        tick(*conn);
+      }
       backoff = kMinBackoff;
     } catch (const std::exception& e) {
       // A broken connection takes the session lock with it; any other failure (a
@@ -138,6 +142,26 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     last_purge_ = now;
     const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
     if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+    const int expired = InstanceRegistry::expire(
+        pg::native(conn), sql::quote_schema(options_.schema), options_.instance_retention);
+    if (expired > 0)
+      spdlog::info("maintenance: forgot {} runtime instances not seen for {} s", expired,
+                   options_.instance_retention.count());
+  }
+}
+
+void MaintenanceLeader::tick(awa::Connection& conn) {
+  if (options_.instance == nullptr) return;
+  try {
+    options_.instance->leader_tick(pg::native(conn));
+    if (tick_failing_) spdlog::info("maintenance: recording leader ticks again");
+    tick_failing_ = false;
+  } catch (const Error& e) {
+    // Maintenance itself went fine; only `awa health` loses sight of it. Once per streak,
+    // not once per round. A lost connection is noticed by the next round.
+    if (!tick_failing_)
+      spdlog::warn("maintenance: cannot record the leader tick in runtime_instances: {}", e.what());
+    tick_failing_ = true;
   }
 }
 

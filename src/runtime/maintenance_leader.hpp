@@ -11,7 +11,9 @@
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
 // same round usually promotes them — then the rings (below), then, at most once per purge
-// interval, purge the DLQ.
+// interval, purge the DLQ and forget runtime instances not seen for instance_retention.
+// After each round that succeeded the leader records its tick in runtime_instances
+// (runtime/instance_registry.hpp), which is how `awa health` knows maintenance is running.
 //
 // Rings (docs/design/rings.md), every round: prune each ring's sealed slots while they
 // are free of live work (cheap refusals otherwise), and once per rotate interval rotate
@@ -36,6 +38,8 @@
 
 namespace awa::runtime {
 
+class InstanceRegistry;
+
 struct MaintenanceOptions {
   pg::ConnectOptions connect;
   std::string schema = "awa";
@@ -54,6 +58,12 @@ struct MaintenanceOptions {
   std::chrono::milliseconds rotate_interval{5000};
   // Failed jobs stay in the rings (inspectable, retryable) at least this long. Default: 72 h.
   std::chrono::seconds failed_retention{std::chrono::hours(72)};
+  // This process's row in runtime_instances, ticked after every round; nullptr: none.
+  // REQUIRES: outlives the MaintenanceLeader.
+  const InstanceRegistry* instance = nullptr;
+  // Rows of runtime_instances not seen for this long are deleted (with the DLQ purge).
+  // Default: 1 h.
+  std::chrono::seconds instance_retention{std::chrono::hours(1)};
 };
 
 class MaintenanceLeader {
@@ -80,6 +90,8 @@ class MaintenanceLeader {
   void round(awa::Connection& conn);
   // Prune and rotate every ring (see above).
   void rings(awa::Connection& conn);
+  // Records the finished round in runtime_instances; a failure is logged, never thrown.
+  void tick(awa::Connection& conn);
   // Waits up to `d` or until stop(); returns false when stopping.
   bool pause(std::chrono::milliseconds d);
 
@@ -100,6 +112,7 @@ class MaintenanceLeader {
   std::atomic<std::uint64_t> prunes_{0};
   std::chrono::steady_clock::time_point last_rotate_{};  // maintenance thread only
   std::chrono::steady_clock::time_point last_purge_{};   // maintenance thread only
+  bool tick_failing_ = false;                            // maintenance thread only
 };
 
 }  // namespace awa::runtime

@@ -199,6 +199,8 @@ TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM deferred_jobs"), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM done_entries"), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM dlq_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM runtime_instances"), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { Admin(schema_).health(as("producer")); }), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM attempt_outcomes"), kDenied);
   EXPECT_EQ(
       denied_sql("producer", "SELECT kind FROM ready_entries WHERE job_id = " + std::to_string(id)),
@@ -319,7 +321,15 @@ TEST_F(RolesTest, ClientRunsAsWorkerWithMaintenance) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   std::this_thread::sleep_for(milliseconds(200));  // a few leader rounds after the jobs
+  // The worker role registered the instance and recorded leader ticks; the admin role
+  // reads them through health.
+  const Health h = Admin(schema_).health(as("admin"));
+  EXPECT_TRUE(h.healthy) << (h.problems.empty() ? "" : h.problems[0]);
+  ASSERT_EQ(h.workers.size(), 1u);
+  EXPECT_TRUE(h.workers[0].is_leader);
+  EXPECT_EQ(h.workers[0].queues, std::vector<std::string>{"rt"});
   client.stop();
+  EXPECT_EQ(count("SELECT count(*) FROM runtime_instances"), 0);  // removed as the worker
   EXPECT_EQ(ran.load(), 2);
   EXPECT_GE(client.stats().promoted, 1u);
   EXPECT_EQ(Admin(schema_).queue_counts(owner_conn(), "rt").completed, 2);
