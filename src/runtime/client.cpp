@@ -39,10 +39,12 @@ Client::Impl::Impl(ClientOptions o)
     throw InvalidArgument("ClientOptions: completion_writers must be >= 1");
   if (options_.heartbeat_interval.count() <= 0 || options_.stale_after.count() <= 0 ||
       options_.maintenance_interval.count() <= 0 || options_.shutdown_timeout.count() < 0 ||
-      options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0) {
+      options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0 ||
+      options_.queue_gauges_interval.count() < 0) {
     throw InvalidArgument(
         "ClientOptions: heartbeat_interval, stale_after and maintenance_interval must be "
-        "positive; shutdown_timeout, ring_rotate_interval and failed_retention not negative");
+        "positive; shutdown_timeout, ring_rotate_interval, failed_retention and "
+        "queue_gauges_interval not negative");
   }
 }
 
@@ -136,6 +138,7 @@ void Client::Impl::start() {
       mo.rotate_interval = options_.ring_rotate_interval;
       mo.failed_retention = options_.failed_retention;
       mo.instance = instance_.get();
+      mo.gauges_interval = options_.queue_gauges_interval;
       maintenance_ = std::make_unique<runtime::MaintenanceLeader>(mo, *store_);
       maintenance_->start();
       maintenance_view_.store(maintenance_.get(), std::memory_order_release);
