@@ -177,17 +177,26 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
     tx.commit();
   }
   auto& sql = pg::native(as("producer"));
-  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{\"a\":1}', 'p')").get<std::int64_t>(0, 0), 0);
-  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{}', 'p', p_run_at => now() + interval '1 h')")
-                .get<std::int64_t>(0, 0),
-            0);
+  // AWA's parameter order, positional and named; the returned row carries the id.
+  EXPECT_GT(
+      sql.exec("SELECT id FROM insert_job_compat('k', 'p', '{\"a\":1}')").get<std::int64_t>(0, 0),
+      0);
+  EXPECT_GT(
+      sql.exec("SELECT id FROM insert_job_compat('k', 'p', '{}', p_run_at => now() + interval "
+               "'1 h')")
+          .get<std::int64_t>(0, 0),
+      0);
+  EXPECT_EQ(sql.exec("SELECT state FROM insert_job_compat(p_kind => 'k', p_queue => 'p', "
+                     "p_state => 'scheduled', p_run_at => now() + interval '1 h')")
+                .get<std::string>(0, 0),
+            "scheduled");
   EXPECT_EQ(sql.exec("SELECT * FROM insert_jobs_compat('[{\"kind\":\"a\",\"queue\":\"p4\"},"
                      "{\"kind\":\"b\",\"queue\":\"q2\",\"ordering_key\":\"x\"}]')")
                 .rows(),
             2);
-  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 2 deferred.
+  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 3 deferred.
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 12);
-  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
 }
 
 TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
@@ -406,10 +415,10 @@ TEST_F(FunctionSettingsTest, FunctionsIgnoreTheCallersSearchPath) {
   // table first) gets the same behaviour.
   conn().exec("CREATE TEMP TABLE ready_entries (x int)");
   conn().exec("SET search_path TO pg_temp, public");
-  const auto id =
-      conn()
-          .exec(fmt::format("SELECT {}.insert_job_compat('k', '{{}}', 'sp')", quoted_schema()))
-          .get<std::int64_t>(0, 0);
+  const auto id = conn()
+                      .exec(fmt::format("SELECT id FROM {}.insert_job_compat('k', 'sp', '{{}}')",
+                                        quoted_schema()))
+                      .get<std::int64_t>(0, 0);
   EXPECT_GT(id, 0);
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM {}.ready_entries WHERE job_id = {}",
                               quoted_schema(), id)),
