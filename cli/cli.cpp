@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
   add_roles(app, ctx);
   add_job(app, ctx);
   add_dlq(app, ctx);
+  add_health(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -36,5 +36,6 @@ void add_storage(CLI::App& app, Context& ctx);
 void add_roles(CLI::App& app, Context& ctx);
 void add_job(CLI::App& app, Context& ctx);
 void add_dlq(CLI::App& app, Context& ctx);
+void add_health(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

@@ -45,6 +45,7 @@ struct WorkArgs {
   long stale_ms = 90000;
   long maintenance_ms = 1000;
   long rotate_ms = 5000;
+  long gauges_ms = 5000;
   long shutdown_timeout_ms = 10000;
   long poll_ms = 1000;
   int max_prefetch = QueueConfig{}.max_prefetch;
@@ -141,6 +142,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   o.stale_after = std::chrono::milliseconds(a.stale_ms);
   o.maintenance_interval = std::chrono::milliseconds(a.maintenance_ms);
   o.ring_rotate_interval = std::chrono::milliseconds(a.rotate_ms);
+  o.queue_gauges_interval = std::chrono::milliseconds(a.gauges_ms);
   o.shutdown_timeout = std::chrono::milliseconds(a.shutdown_timeout_ms);
   o.maintenance = !a.no_maintenance;
   // Lets operators (and the fail-over test) map a backend, e.g. the leader lock's holder
@@ -212,6 +214,10 @@ void add_work(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--rotate-ms", a->rotate_ms,
                   "leader's storage ring rotation period (0: no rotation or prune)")
+      ->capture_default_str();
+  cmd->add_option("--gauges-ms", a->gauges_ms,
+                  "leader's refresh period of the per-lane queue gauges on /metrics (0: off)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout-ms", a->shutdown_timeout_ms,
                   "grace period for in-flight handlers at stop")

@@ -161,6 +161,12 @@ struct ClientOptions {
   std::chrono::milliseconds ring_rotate_interval{5000};
   // Failed jobs stay inspectable in the rings at least this long. Default: 72 h.
   std::chrono::seconds failed_retention{std::chrono::hours(72)};
+  // The maintenance leader (one process per schema) sets the per-lane gauges
+  // awa_queue_lag and awa_queue_available of every queue of the schema this often; other
+  // processes expose none (or 0 after losing the leadership), so sum them over processes.
+  // One statement per refresh, counting at most 1000 available rows per lane (a deeper
+  // lane reports its lag, an upper bound). Zero turns it off. Default: 5 s.
+  std::chrono::milliseconds queue_gauges_interval{5000};
   // stop(): how long in-flight handlers may take before their stop tokens fire.
   std::chrono::milliseconds shutdown_timeout{10000};
   // Completion batcher. Defaults: 512 rows or 1 ms.

@@ -159,7 +159,8 @@ struct EngineMetrics {
   // awa_completion_flush_seconds: one QueueStorage::complete call (one batcher flush).
   Family<Histogram>& completion_flush_seconds;
   // awa_queue_available{queue, priority, awa_enqueue_shard} and awa_queue_lag{...}: set
-  // by refresh_queue_gauges().
+  // by refresh_queue_gauges() and, in a running Client, by the maintenance leader every
+  // ClientOptions::queue_gauges_interval (docs/runtime.md, "Metrics").
   Family<Gauge>& queue_available;
   Family<Gauge>& queue_lag;
   // awa_jobs_running{queue}: handlers running in this process.
@@ -178,7 +179,8 @@ struct EngineMetrics {
 EngineMetrics& engine();
 
 // Sets queue_available and queue_lag for every lane of each queue, exact at the time of
-// the call (Admin::queue_shards). One query per queue on `conn`.
+// the call (as Admin::queue_shards). One statement on `conn`; its cost grows with the
+// available rows of the queues (one index entry each).
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
                           const std::vector<std::string>& queues);
 

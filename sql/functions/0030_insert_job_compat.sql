@@ -1,5 +1,29 @@
 -- SQL enqueue for any language (DESIGN.md §1): routes exactly like the C++ producer.
 --
+-- The signature is AWA's awa.insert_job_compat — same parameter names and order, so a
+-- producer written for AWA, positional or named, works unchanged:
+--   p_kind, p_queue DEFAULT 'default', p_args DEFAULT '{}', p_state DEFAULT 'available',
+--   p_priority DEFAULT 2, p_max_attempts DEFAULT 25, p_run_at, p_metadata, p_tags,
+--   p_unique_key, p_unique_states, p_ordering_key
+-- with these differences:
+--   - p_state is text (AWA: its job_state enum): 'available' (a future p_run_at makes it
+--     'scheduled', as before) or 'scheduled' (deferred until p_run_at, or due now; the
+--     maintenance leader promotes it). AWA's other states ('running', 'completed', ...)
+--     are refused with SQLSTATE 0A000 (feature_not_supported), any other value with 22023.
+--   - p_unique_key / p_unique_states: refused with 0A000 unless NULL (no unique jobs yet).
+--   - p_priority / p_max_attempts are integer (AWA: smallint; a smallint argument
+--     converts implicitly, and so does a plain integer literal).
+--   - an explicit NULL for kind, queue, args, state, priority or max_attempts is refused
+--     (22023) instead of replaced by the default; NULL metadata, tags, run_at or
+--     ordering_key mean none (AWA's defaults for metadata and tags are '{}' and an empty
+--     array).
+--   - it returns one row describing the job (id, kind, queue, args, state, priority,
+--     attempt, max_attempts, run_at, created_at, metadata, tags, ordering_key, and for an
+--     available job its enqueue_shard and lane_seq), not AWA's jobs row type:
+--     SELECT id FROM insert_job_compat(...).
+-- Every refusal happens before anything is written, and the statement's error rolls
+-- back the rest.
+--
 -- Lock-order rule for several calls in one transaction (docs/api.md, tested in
 -- insert_job_compat_pgtest.cpp): each call reserves one lane and holds its lock to
 -- commit. Unkeyed calls for the same (queue, priority) stick to one shard for the rest of
@@ -8,18 +32,43 @@
 -- on different shards) must come in ascending (queue, priority) order with keys in
 -- ascending shard order — or use insert_jobs_compat(), which sorts the lanes itself.
 -- Otherwise two such transactions may deadlock, and PostgreSQL aborts one with 40P01.
+
+-- The signature before AWA's order ((p_kind, p_args, p_queue, ...) returning bigint):
+-- dropped, since its defaults would make calls ambiguous between the two. This file is
+-- re-applied on every change, so the DROP must name the old argument types exactly.
+DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
+    text, jsonb, text, integer, integer, timestamptz, bytea, jsonb, text[]);
+
 CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_kind text,
-    p_args jsonb DEFAULT '{}'::jsonb,
     p_queue text DEFAULT 'default',
+    p_args jsonb DEFAULT '{}'::jsonb,
+    p_state text DEFAULT 'available',
     p_priority integer DEFAULT 2,
     p_max_attempts integer DEFAULT 25,
     p_run_at timestamptz DEFAULT NULL,
-    p_ordering_key bytea DEFAULT NULL,
     p_metadata jsonb DEFAULT NULL,
-    p_tags text[] DEFAULT NULL)
-RETURNS bigint
+    p_tags text[] DEFAULT NULL,
+    p_unique_key bytea DEFAULT NULL,
+    p_unique_states bit(8) DEFAULT NULL,
+    p_ordering_key bytea DEFAULT NULL,
+    OUT id bigint,
+    OUT kind text,
+    OUT queue text,
+    OUT args jsonb,
+    OUT state text,
+    OUT priority smallint,
+    OUT attempt smallint,
+    OUT max_attempts smallint,
+    OUT run_at timestamptz,
+    OUT created_at timestamptz,
+    OUT metadata jsonb,
+    OUT tags text[],
+    OUT ordering_key bytea,
+    OUT enqueue_shard smallint,
+    OUT lane_seq bigint)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
     v_id     bigint;
     v_shards integer;
@@ -28,18 +77,47 @@ DECLARE
     v_guc    text;
     v_seq    bigint;
     v_slot   smallint;
+    v_run_at timestamptz;
+    v_now    timestamptz := now();
 BEGIN
+    IF p_unique_key IS NOT NULL OR p_unique_states IS NOT NULL THEN
+        RAISE EXCEPTION 'insert_job_compat: % is not supported yet (unique jobs are not implemented); pass NULL',
+            CASE WHEN p_unique_key IS NOT NULL THEN 'p_unique_key' ELSE 'p_unique_states' END
+            USING ERRCODE = '0A000';
+    END IF;
+    IF p_state IN ('retryable', 'running', 'completed', 'failed', 'cancelled', 'waiting_external') THEN
+        RAISE EXCEPTION 'insert_job_compat: p_state ''%'' is not supported (only ''available'' and ''scheduled'')',
+            p_state USING ERRCODE = '0A000';
+    ELSIF p_state IS NULL OR p_state NOT IN ('available', 'scheduled') THEN
+        RAISE EXCEPTION 'insert_job_compat: invalid p_state %: use ''available'' or ''scheduled''',
+            coalesce(quote_literal(p_state), 'NULL') USING ERRCODE = '22023';
+    END IF;
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
     v_id := nextval('{schema}.job_ids');
 
-    IF p_run_at IS NOT NULL AND p_run_at > now() THEN
+    id := v_id;
+    kind := p_kind;
+    queue := p_queue;
+    args := p_args;
+    priority := p_priority;
+    attempt := 0;
+    max_attempts := p_max_attempts;
+    created_at := v_now;
+    metadata := p_metadata;
+    tags := p_tags;
+    ordering_key := p_ordering_key;
+
+    IF p_state = 'scheduled' OR (p_run_at IS NOT NULL AND p_run_at > v_now) THEN
+        v_run_at := coalesce(p_run_at, v_now);
         INSERT INTO {schema}.deferred_jobs
             (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
              ordering_key, metadata, tags, reason)
-        VALUES (v_id, p_queue, p_priority, p_kind, p_args, p_max_attempts, p_run_at, now(),
+        VALUES (v_id, p_queue, p_priority, p_kind, p_args, p_max_attempts, v_run_at, v_now,
                 p_ordering_key, p_metadata, p_tags, 'scheduled');
-        RETURN v_id;
+        state := 'scheduled';
+        run_at := v_run_at;
+        RETURN;
     END IF;
 
     v_shards := {schema}.queue_shard_count(p_queue);
@@ -60,6 +138,7 @@ BEGIN
         END IF;
     END IF;
 
+    v_run_at := coalesce(p_run_at, v_now);
     SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
     FROM {schema}.reserve_lane_range(p_queue, p_priority, v_shard, 1) r;
     INSERT INTO {schema}.ready_entries
@@ -67,9 +146,12 @@ BEGIN
          max_attempts, run_at, created_at, ordering_key, metadata, tags)
     VALUES (v_slot,
             p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
-            p_max_attempts, coalesce(p_run_at, now()), now(), p_ordering_key, p_metadata, p_tags);
+            p_max_attempts, v_run_at, v_now, p_ordering_key, p_metadata, p_tags);
     PERFORM pg_notify({schema}.notify_channel(p_queue), '');
-    RETURN v_id;
+    state := 'available';
+    run_at := v_run_at;
+    enqueue_shard := v_shard;
+    lane_seq := v_seq;
 END
 $$;
 

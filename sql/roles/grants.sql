@@ -18,9 +18,13 @@
 --   the functions are SECURITY INVOKER, so the worker holds the table privileges they
 --   use — SELECT, INSERT, UPDATE, DELETE on the queue tables, TRUNCATE on the ring
 --   partitions only (prune), the sequences. It reads but cannot change queue_meta
---   (queue settings) or the migration ledgers.
+--   (queue settings) or the migration ledgers. It writes runtime_instances: each Client
+--   registers there, marks itself seen, records its leader ticks and removes itself, and
+--   the leader deletes rows of dead instances.
 -- {admin}: the worker's privileges plus writes to queue_meta (set-shards, pause, DLQ
---   settings): every Admin function and `awa queue|storage` command.
+--   settings): every Admin function and `awa queue|storage|health` command (health reads
+--   schema_migrations, runtime_instances and the lane tables).
+-- The producer cannot see runtime_instances (hostnames, pids).
 -- None of the three owns anything, so none can ALTER or DROP a table or function, or run
 -- migrations: the schema's owner does that (`awa migrate`), then re-runs this setup.
 

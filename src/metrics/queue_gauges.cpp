@@ -1,24 +1,53 @@
+#include "metrics/queue_gauges.hpp"
+
 #include <string>
 
-#include "awa/admin.hpp"
 #include "awa/metrics.hpp"
+#include "pg/native.hpp"
+#include "schema/sql_catalog.hpp"
+#include "storage/pg_array.hpp"
 
 namespace awa::metrics {
 
+std::vector<LaneLabels> refresh_lane_gauges(pg::Connection& conn, const std::string& schema,
+                                            const std::optional<std::vector<std::string>>& queues,
+                                            std::optional<std::int64_t> cap) {
+  const auto quoted = sql::quote_schema(schema);
+  std::optional<std::string> names;
+  if (queues) {
+    storage::ArrayLiteral arr;
+    for (const auto& q : *queues) arr.add(q);
+    names = std::move(arr).finish();
+  }
+  // Every lane is read exactly as it is now, so a lane that drained since the last
+  // refresh is set back to 0 rather than left at a stale value.
+  const auto rows = conn.exec(sql::render(sql::file("queries/metrics/lane_gauges.sql"), quoted),
+                              pg::make_params(names, cap));
+  auto& m = engine();
+  std::vector<LaneLabels> lanes;
+  lanes.reserve(static_cast<std::size_t>(rows.rows()));
+  for (int r = 0; r < rows.rows(); ++r) {
+    LaneLabels l{rows.get<std::string>(r, 0), std::to_string(rows.get<int>(r, 1)),
+                 std::to_string(rows.get<int>(r, 2))};
+    m.queue_lag.with({l[0], l[1], l[2]}).set(static_cast<double>(rows.get<std::int64_t>(r, 3)));
+    m.queue_available.with({l[0], l[1], l[2]})
+        .set(static_cast<double>(rows.get<std::int64_t>(r, 4)));
+    lanes.push_back(std::move(l));
+  }
+  return lanes;
+}
+
+void zero_lane_gauges(const std::vector<LaneLabels>& lanes) {
+  auto& m = engine();
+  for (const auto& l : lanes) {
+    m.queue_lag.with({l[0], l[1], l[2]}).set(0.0);
+    m.queue_available.with({l[0], l[1], l[2]}).set(0.0);
+  }
+}
+
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
                           const std::vector<std::string>& queues) {
-  const Admin admin(schema);
-  auto& m = engine();
-  for (const auto& queue : queues) {
-    // queue_shards reads every lane exactly (ADR-025's lag query), so a lane that drained
-    // since the last refresh is set back to 0 rather than left at a stale value.
-    for (const auto& lane : admin.queue_shards(conn, queue)) {
-      const auto priority = std::to_string(lane.priority);
-      const auto shard = std::to_string(lane.enqueue_shard);
-      m.queue_available.with({queue, priority, shard}).set(static_cast<double>(lane.available));
-      m.queue_lag.with({queue, priority, shard}).set(static_cast<double>(lane.lag));
-    }
-  }
+  refresh_lane_gauges(pg::native(conn), schema, queues, std::nullopt);
 }
 
 }  // namespace awa::metrics

@@ -39,10 +39,12 @@ Client::Impl::Impl(ClientOptions o)
     throw InvalidArgument("ClientOptions: completion_writers must be >= 1");
   if (options_.heartbeat_interval.count() <= 0 || options_.stale_after.count() <= 0 ||
       options_.maintenance_interval.count() <= 0 || options_.shutdown_timeout.count() < 0 ||
-      options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0) {
+      options_.ring_rotate_interval.count() < 0 || options_.failed_retention.count() < 0 ||
+      options_.queue_gauges_interval.count() < 0) {
     throw InvalidArgument(
         "ClientOptions: heartbeat_interval, stale_after and maintenance_interval must be "
-        "positive; shutdown_timeout, ring_rotate_interval and failed_retention not negative");
+        "positive; shutdown_timeout, ring_rotate_interval, failed_retention and "
+        "queue_gauges_interval not negative");
   }
 }
 
@@ -101,6 +103,15 @@ void Client::Impl::start() {
         options_.heartbeat_interval.count(), options_.stale_after.count());
   }
 
+  {
+    std::vector<std::string> names;
+    for (const auto& q : queues_) names.push_back(q->config.name);
+    instance_ = std::make_unique<runtime::InstanceRegistry>(options_.schema, names);
+  }
+  // Registered before any thread starts, so `awa health` sees the worker as soon as
+  // start() returns; the control thread retries if this fails.
+  beat_instance();
+
   runtime::CompletionBatcherOptions bo;
   bo.max_batch = options_.completion_batch;
   bo.flush_interval = options_.completion_flush;
@@ -126,6 +137,8 @@ void Client::Impl::start() {
       mo.dlq_retention = options_.dlq_retention;
       mo.rotate_interval = options_.ring_rotate_interval;
       mo.failed_retention = options_.failed_retention;
+      mo.instance = instance_.get();
+      mo.gauges_interval = options_.queue_gauges_interval;
       maintenance_ = std::make_unique<runtime::MaintenanceLeader>(mo, *store_);
       maintenance_->start();
       maintenance_view_.store(maintenance_.get(), std::memory_order_release);
@@ -208,6 +221,8 @@ void Client::Impl::shutdown() {
   }
   // 6. Leadership goes last, so promotion and rescue keep running while we drain.
   if (maintenance_) maintenance_->stop();
+  // 7. Nothing writes the instance's row any more: remove it.
+  remove_instance();
   phase_ = Phase::kStopped;
   const auto s = stats();
   spdlog::info(
@@ -215,6 +230,18 @@ void Client::Impl::shutdown() {
       "cancelled {}, stale {}, handed back {}",
       s.claimed, s.completed, s.retried, s.failed, s.snoozed, s.cancelled, s.stale_completions,
       s.released);
+}
+
+void Client::Impl::remove_instance() {
+  if (!instance_) return;
+  try {
+    auto conn = pool_->acquire(kWakeAcquireTimeout);
+    instance_->remove(*conn);
+  } catch (const std::exception& e) {
+    // The row ages out: health stops listing it after its `recent` window, and the
+    // leader deletes it after instance_retention.
+    spdlog::warn("runtime_instances: cannot remove instance {}: {}", instance_->id(), e.what());
+  }
 }
 
 void Client::Impl::wake(const std::string& channel) {

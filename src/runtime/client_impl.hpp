@@ -11,7 +11,8 @@
 //   - `cap` worker threads running handlers (cap = ClientOptions::max_workers, or the
 //     sum of the queues' max_workers), fed from the queues' ready deques;
 //   - a control thread: a dedicated connection LISTENing on "awa:cancel" (and a private
-//     wake channel) that also sends the batched heartbeats (on a pool connection);
+//     wake channel) that also sends the batched heartbeats and marks this instance seen
+//     in runtime_instances (both on pool connections);
 //   - the completion batcher's thread (runtime/completion_batcher.hpp);
 //   - the maintenance leader's thread (runtime/maintenance_leader.hpp).
 //
@@ -51,6 +52,7 @@
 #include "pg/pool.hpp"
 #include "runtime/claim_pace.hpp"
 #include "runtime/completion_batcher.hpp"
+#include "runtime/instance_registry.hpp"
 #include "runtime/maintenance_leader.hpp"
 
 namespace awa {
@@ -229,6 +231,14 @@ struct Client::Impl {
 
   void control();
 
+  // --- instance registry (runtime/instance_registry.hpp) -----------------------------------
+
+  // Registers the instance or marks it seen; best effort (logged once per failure streak).
+  // start() (the first registration), then the control thread only.
+  void beat_instance();
+  // Deletes the instance's row at the end of a clean stop; best effort.
+  void remove_instance();
+
   // --- producer side and stats ----------------------------------------------------------
 
   std::vector<JobId> insert_many(std::span<const NewJob> jobs);
@@ -252,6 +262,10 @@ struct Client::Impl {
   // Created in start(), stopped in stop(), destroyed with the Impl.
   std::unique_ptr<runtime::MaintenanceLeader> maintenance_;
   std::atomic<const runtime::MaintenanceLeader*> maintenance_view_{nullptr};
+  // This process's row in runtime_instances. Created in start() before any thread that
+  // uses it, kept until destruction.
+  std::unique_ptr<runtime::InstanceRegistry> instance_;
+  bool instance_failing_ = false;  // the last registry write failed; control thread only
   std::vector<std::thread> workers_;
   std::thread control_;
 

@@ -87,11 +87,28 @@ void Client::Impl::cancel_running(std::string_view payload) {
   if (!beats.empty()) stop_closed(beats, "cancelled");
 }
 
+void Client::Impl::beat_instance() {
+  try {
+    auto conn = pool_->acquire();
+    instance_->beat(*conn);
+    if (instance_failing_)
+      spdlog::info("runtime_instances: instance {} seen again", instance_->id());
+    instance_failing_ = false;
+  } catch (const std::exception& e) {
+    // Only `awa health` loses sight of this worker; never stop working for it.
+    if (!instance_failing_)
+      spdlog::warn("runtime_instances: cannot register instance {}: {}", instance_->id(), e.what());
+    instance_failing_ = true;
+  }
+}
+
 void Client::Impl::control() {
   std::optional<pg::Connection> conn;
   auto backoff = kMinBackoff;
   auto next_connect = Clock::now();
   auto next_beat = Clock::now() + options_.heartbeat_interval;
+  // start() registered the instance; a failed registration is retried at the next beat.
+  auto next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
   const auto wake_channel = control_wake_channel();
   for (;;) {
     {
@@ -101,6 +118,10 @@ void Client::Impl::control() {
     if (Clock::now() >= next_beat) {
       beat_all();
       next_beat = Clock::now() + options_.heartbeat_interval;
+    }
+    if (Clock::now() >= next_instance_beat) {
+      beat_instance();
+      next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
     }
     if (!conn && Clock::now() >= next_connect) {
       try {
@@ -130,7 +151,7 @@ void Client::Impl::control() {
       }
     } else {
       std::unique_lock lock(mu_);
-      control_cv_.wait_until(lock, std::min(next_beat, next_connect),
+      control_cv_.wait_until(lock, std::min({next_beat, next_connect, next_instance_beat}),
                              [&] { return control_stop_; });
     }
   }

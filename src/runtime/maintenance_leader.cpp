@@ -10,6 +10,7 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "pg/native.hpp"
+#include "runtime/instance_registry.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/store_access.hpp"
 
@@ -67,7 +68,10 @@ void MaintenanceLeader::run() {
     auto wait = options_.interval;
     try {
       if (!conn || !pg::native(*conn).ok()) {
-        if (leader_.exchange(false)) spdlog::warn("maintenance: lost leadership (connection lost)");
+        if (leader_.exchange(false)) {
+          spdlog::warn("maintenance: lost leadership (connection lost)");
+          drop_gauges();
+        }
         conn.reset();
         conn.emplace(pg::adopt(pg::Connection::connect(options_.connect)));
       }
@@ -79,16 +83,21 @@ void MaintenanceLeader::run() {
           spdlog::info("maintenance: this process is the leader for schema {}", options_.schema);
         }
       }
-      if (leader_.load()) round(*conn);
+      if (leader_.load()) {
+        round(*conn);
+        tick(*conn);
+      }
       backoff = kMinBackoff;
     } catch (const std::exception& e) {
       // A broken connection takes the session lock with it; any other failure (a
       // statement error) leaves the lock held, and the next round tries again.
       if (!conn || !pg::native(*conn).ok()) {
-        if (leader_.exchange(false))
+        if (leader_.exchange(false)) {
           spdlog::warn("maintenance: lost leadership: {}", e.what());
-        else
+          drop_gauges();
+        } else {
           spdlog::warn("maintenance: {}", e.what());
+        }
         conn.reset();
       } else {
         spdlog::warn("maintenance round failed: {}", e.what());
@@ -107,6 +116,7 @@ void MaintenanceLeader::run() {
     spdlog::info("maintenance: released leadership for schema {}", options_.schema);
   }
   leader_.store(false);
+  drop_gauges();
   conn.reset();
 }
 
@@ -138,6 +148,53 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     last_purge_ = now;
     const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
     if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+    const int expired = InstanceRegistry::expire(
+        pg::native(conn), sql::quote_schema(options_.schema), options_.instance_retention);
+    if (expired > 0)
+      spdlog::info("maintenance: forgot {} runtime instances not seen for {} s", expired,
+                   options_.instance_retention.count());
+  }
+  gauges(conn);
+}
+
+void MaintenanceLeader::gauges(awa::Connection& conn) {
+  if (options_.gauges_interval.count() <= 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_gauges_ != std::chrono::steady_clock::time_point{} &&
+      now - last_gauges_ < options_.gauges_interval)
+    return;
+  last_gauges_ = now;
+  try {
+    for (auto& lane : metrics::refresh_lane_gauges(pg::native(conn), options_.schema, std::nullopt,
+                                                   options_.gauges_cap))
+      gauge_lanes_.insert(std::move(lane));
+    gauges_failing_ = false;
+  } catch (const Error& e) {
+    // The gauges go stale; the maintenance itself is fine. A lost connection is noticed
+    // by the next round.
+    if (!gauges_failing_) spdlog::warn("maintenance: refreshing the queue gauges: {}", e.what());
+    gauges_failing_ = true;
+  }
+}
+
+void MaintenanceLeader::drop_gauges() {
+  metrics::zero_lane_gauges({gauge_lanes_.begin(), gauge_lanes_.end()});
+  gauge_lanes_.clear();
+  last_gauges_ = {};  // a new leadership refreshes at once
+}
+
+void MaintenanceLeader::tick(awa::Connection& conn) {
+  if (options_.instance == nullptr) return;
+  try {
+    options_.instance->leader_tick(pg::native(conn));
+    if (tick_failing_) spdlog::info("maintenance: recording leader ticks again");
+    tick_failing_ = false;
+  } catch (const Error& e) {
+    // Maintenance itself went fine; only `awa health` loses sight of it. Once per streak,
+    // not once per round. A lost connection is noticed by the next round.
+    if (!tick_failing_)
+      spdlog::warn("maintenance: cannot record the leader tick in runtime_instances: {}", e.what());
+    tick_failing_ = true;
   }
 }
 

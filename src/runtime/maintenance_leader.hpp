@@ -11,7 +11,15 @@
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
 // same round usually promotes them — then the rings (below), then, at most once per purge
-// interval, purge the DLQ.
+// interval, purge the DLQ and forget runtime instances not seen for instance_retention.
+// Every gauges_interval the leader also sets the per-lane gauges of every queue of the
+// schema (awa_queue_lag, awa_queue_available on /metrics; metrics/queue_gauges.hpp) in
+// one statement whose cost is bounded by gauges_cap rows per lane; only the leader does,
+// so N workers do not multiply the cost. A process that loses the leadership (or stops)
+// sets the series it wrote to 0, so summing them over processes counts each lane once.
+//
+// After each round that succeeded the leader records its tick in runtime_instances
+// (runtime/instance_registry.hpp), which is how `awa health` knows maintenance is running.
 //
 // Rings (docs/design/rings.md), every round: prune each ring's sealed slots while they
 // are free of live work (cheap refusals otherwise), and once per rotate interval rotate
@@ -27,14 +35,18 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
+#include "metrics/queue_gauges.hpp"
 #include "pg/connection.hpp"
 
 namespace awa::runtime {
+
+class InstanceRegistry;
 
 struct MaintenanceOptions {
   pg::ConnectOptions connect;
@@ -54,6 +66,18 @@ struct MaintenanceOptions {
   std::chrono::milliseconds rotate_interval{5000};
   // Failed jobs stay in the rings (inspectable, retryable) at least this long. Default: 72 h.
   std::chrono::seconds failed_retention{std::chrono::hours(72)};
+  // How often the leader refreshes the per-lane queue gauges; zero turns it off.
+  // Default: 5 s.
+  std::chrono::milliseconds gauges_interval{5000};
+  // Available rows counted per lane at most when refreshing the gauges; a lane with more
+  // reports its lag. Default: 1000.
+  std::int64_t gauges_cap = 1000;
+  // This process's row in runtime_instances, ticked after every round; nullptr: none.
+  // REQUIRES: outlives the MaintenanceLeader.
+  const InstanceRegistry* instance = nullptr;
+  // Rows of runtime_instances not seen for this long are deleted (with the DLQ purge).
+  // Default: 1 h.
+  std::chrono::seconds instance_retention{std::chrono::hours(1)};
 };
 
 class MaintenanceLeader {
@@ -80,6 +104,12 @@ class MaintenanceLeader {
   void round(awa::Connection& conn);
   // Prune and rotate every ring (see above).
   void rings(awa::Connection& conn);
+  // Records the finished round in runtime_instances; a failure is logged, never thrown.
+  void tick(awa::Connection& conn);
+  // Refreshes the queue gauges when due; a failure is logged, never thrown.
+  void gauges(awa::Connection& conn);
+  // Sets the gauges this process wrote to 0 (leadership lost, or stopping).
+  void drop_gauges();
   // Waits up to `d` or until stop(); returns false when stopping.
   bool pause(std::chrono::milliseconds d);
 
@@ -100,6 +130,10 @@ class MaintenanceLeader {
   std::atomic<std::uint64_t> prunes_{0};
   std::chrono::steady_clock::time_point last_rotate_{};  // maintenance thread only
   std::chrono::steady_clock::time_point last_purge_{};   // maintenance thread only
+  bool tick_failing_ = false;                            // maintenance thread only
+  std::chrono::steady_clock::time_point last_gauges_{};  // maintenance thread only
+  bool gauges_failing_ = false;                          // maintenance thread only
+  std::set<metrics::LaneLabels> gauge_lanes_;            // written; maintenance thread only
 };
 
 }  // namespace awa::runtime

@@ -47,7 +47,9 @@ class InsertJobCompatTest : public StorageTest {
     } else {
       p.null();
     }
-    return c.exec("SELECT insert_job_compat(p_kind => $1, p_queue => $2, p_ordering_key => $3)", p)
+    return c
+        .exec("SELECT id FROM insert_job_compat(p_kind => $1, p_queue => $2, p_ordering_key => $3)",
+              p)
         .get<std::int64_t>(0, 0);
   }
   JobId compat(const std::string& queue, const std::optional<std::string>& key = std::nullopt) {
@@ -477,8 +479,9 @@ TEST_F(InsertJobCompatTest, FutureRunAtIsScheduled) {
   // with no ready row and no lane; a past run_at is ready.
   const auto id = conn()
                       .exec(
-                          "SELECT insert_job_compat('later', '{\"x\": 1}', 'sched', 3, 7,"
-                          " now() + interval '1 hour', '\\x01'::bytea)")
+                          "SELECT id FROM insert_job_compat('later', 'sched', '{\"x\": 1}',"
+                          " 'available', 3, 7, now() + interval '1 hour',"
+                          " p_ordering_key => '\\x01'::bytea)")
                       .get<std::int64_t>(0, 0);
   const auto d = conn().query(
       "SELECT reason, queue, priority, max_attempts, run_at > now() + interval '59 minutes',"
@@ -497,7 +500,7 @@ TEST_F(InsertJobCompatTest, FutureRunAtIsScheduled) {
 
   const auto past = conn()
                         .exec(
-                            "SELECT insert_job_compat('overdue', p_queue => 'sched',"
+                            "SELECT id FROM insert_job_compat('overdue', p_queue => 'sched',"
                             " p_run_at => now() - interval '1 hour')")
                         .get<std::int64_t>(0, 0);
   EXPECT_EQ(shard_of(past), 0);

@@ -177,17 +177,26 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
     tx.commit();
   }
   auto& sql = pg::native(as("producer"));
-  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{\"a\":1}', 'p')").get<std::int64_t>(0, 0), 0);
-  EXPECT_GT(sql.exec("SELECT insert_job_compat('k', '{}', 'p', p_run_at => now() + interval '1 h')")
-                .get<std::int64_t>(0, 0),
-            0);
+  // AWA's parameter order, positional and named; the returned row carries the id.
+  EXPECT_GT(
+      sql.exec("SELECT id FROM insert_job_compat('k', 'p', '{\"a\":1}')").get<std::int64_t>(0, 0),
+      0);
+  EXPECT_GT(
+      sql.exec("SELECT id FROM insert_job_compat('k', 'p', '{}', p_run_at => now() + interval "
+               "'1 h')")
+          .get<std::int64_t>(0, 0),
+      0);
+  EXPECT_EQ(sql.exec("SELECT state FROM insert_job_compat(p_kind => 'k', p_queue => 'p', "
+                     "p_state => 'scheduled', p_run_at => now() + interval '1 h')")
+                .get<std::string>(0, 0),
+            "scheduled");
   EXPECT_EQ(sql.exec("SELECT * FROM insert_jobs_compat('[{\"kind\":\"a\",\"queue\":\"p4\"},"
                      "{\"kind\":\"b\",\"queue\":\"q2\",\"ordering_key\":\"x\"}]')")
                 .rows(),
             2);
-  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 2 deferred.
+  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 3 deferred.
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 12);
-  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
 }
 
 TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
@@ -199,6 +208,8 @@ TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM deferred_jobs"), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM done_entries"), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM dlq_entries"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM runtime_instances"), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { Admin(schema_).health(as("producer")); }), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM attempt_outcomes"), kDenied);
   EXPECT_EQ(
       denied_sql("producer", "SELECT kind FROM ready_entries WHERE job_id = " + std::to_string(id)),
@@ -351,7 +362,15 @@ TEST_F(RolesTest, ClientRunsAsWorkerWithMaintenance) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   std::this_thread::sleep_for(milliseconds(200));  // a few leader rounds after the jobs
+  // The worker role registered the instance and recorded leader ticks; the admin role
+  // reads them through health.
+  const Health h = Admin(schema_).health(as("admin"));
+  EXPECT_TRUE(h.healthy) << (h.problems.empty() ? "" : h.problems[0]);
+  ASSERT_EQ(h.workers.size(), 1u);
+  EXPECT_TRUE(h.workers[0].is_leader);
+  EXPECT_EQ(h.workers[0].queues, std::vector<std::string>{"rt"});
   client.stop();
+  EXPECT_EQ(count("SELECT count(*) FROM runtime_instances"), 0);  // removed as the worker
   EXPECT_EQ(ran.load(), 2);
   EXPECT_GE(client.stats().promoted, 1u);
   EXPECT_EQ(Admin(schema_).queue_counts(owner_conn(), "rt").completed, 2);
@@ -428,10 +447,10 @@ TEST_F(FunctionSettingsTest, FunctionsIgnoreTheCallersSearchPath) {
   // table first) gets the same behaviour.
   conn().exec("CREATE TEMP TABLE ready_entries (x int)");
   conn().exec("SET search_path TO pg_temp, public");
-  const auto id =
-      conn()
-          .exec(fmt::format("SELECT {}.insert_job_compat('k', '{{}}', 'sp')", quoted_schema()))
-          .get<std::int64_t>(0, 0);
+  const auto id = conn()
+                      .exec(fmt::format("SELECT id FROM {}.insert_job_compat('k', 'sp', '{{}}')",
+                                        quoted_schema()))
+                      .get<std::int64_t>(0, 0);
   EXPECT_GT(id, 0);
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM {}.ready_entries WHERE job_id = {}",
                               quoted_schema(), id)),

@@ -1,0 +1,116 @@
+// The per-lane gauges on /metrics (awa_queue_available, awa_queue_lag) are refreshed by
+// a running Client's maintenance leader (issue 12), at a bounded cost: these tests never
+// call refresh_queue_gauges themselves.
+#include <gtest/gtest.h>
+
+#include "awa/admin.hpp"
+#include "awa/metrics.hpp"
+#include "runtime_support.hpp"
+
+namespace awa::testing {
+namespace {
+
+class QueueGaugesTest : public RuntimeTest {
+ protected:
+  void SetUpSchema() override {
+    RuntimeTest::SetUpSchema();
+    // The registry is process-wide and its labels carry no schema: a queue name of this
+    // test's own.
+    queue_ = "g" + schema_;
+  }
+
+  static double available(const std::string& q, int shard, int priority = 2) {
+    return metrics::engine()
+        .queue_available.with({q, std::to_string(priority), std::to_string(shard)})
+        .value();
+  }
+  static double lag(const std::string& q, int shard, int priority = 2) {
+    return metrics::engine()
+        .queue_lag.with({q, std::to_string(priority), std::to_string(shard)})
+        .value();
+  }
+  double total_available(int shards) const {
+    double sum = 0;
+    for (int s = 0; s < shards; ++s) sum += available(queue_, s);
+    return sum;
+  }
+
+  std::string queue_;
+};
+
+TEST_F(QueueGaugesTest, TheLeaderRefreshesEveryQueuesGauges) {
+  constexpr int kShards = 4;
+  set_shards(queue_, kShards);
+  auto o = options();
+  o.queue_gauges_interval = milliseconds(100);
+  Client client(o);
+  // The client works another queue: the leader refreshes every queue of the schema, not
+  // only its own.
+  client.add_queue(queue("elsewhere", 1));
+  client.start();
+
+  // 4 batches of 10: the rotor puts each on its own shard.
+  for (int i = 0; i < kShards; ++i) enqueue(queue_, 10);
+  ASSERT_TRUE(eventually([&] { return total_available(kShards) == 40.0; }, seconds(10)))
+      << total_available(kShards);
+  for (int s = 0; s < kShards; ++s) {
+    EXPECT_EQ(available(queue_, s), 10.0) << "shard " << s;
+    EXPECT_EQ(lag(queue_, s), 10.0) << "shard " << s;
+  }
+
+  // Drained: back to 0 on the next refresh.
+  int claimed = 0;
+  while (claimed < 40) {
+    const auto got = storage::consumer(*store_).claim(conn(), queue_);
+    ASSERT_FALSE(got.empty());
+    claimed += static_cast<int>(got.size());
+  }
+  ASSERT_TRUE(eventually([&] { return total_available(kShards) == 0.0; }, seconds(10)));
+  for (int s = 0; s < kShards; ++s) EXPECT_EQ(lag(queue_, s), 0.0) << "shard " << s;
+
+  // A stopped leader leaves no stale value behind.
+  enqueue(queue_, 5);
+  ASSERT_TRUE(eventually([&] { return total_available(kShards) == 5.0; }, seconds(10)));
+  client.stop();
+  EXPECT_EQ(total_available(kShards), 0.0);
+}
+
+TEST_F(QueueGaugesTest, OnlyTheLeaderRefreshes) {
+  auto o = options();
+  o.queue_gauges_interval = milliseconds(100);
+  o.maintenance = false;
+  Client client(o);
+  client.add_queue(queue("elsewhere", 1));
+  client.start();
+  enqueue(queue_, 3);
+  // Several would-be refresh intervals pass; nothing sets the gauge.
+  std::this_thread::sleep_for(milliseconds(600));
+  EXPECT_EQ(available(queue_, 0), 0.0);
+  client.stop();
+}
+
+TEST_F(QueueGaugesTest, ACappedCountReportsTheLagBeyondTheCap) {
+  // The leader's refresh counts at most `cap` rows per lane: below it the count is exact,
+  // at it the lane reports its lag (here one above the exact count: a cancelled row).
+  enqueue(queue_, 30);
+  const auto id = count("SELECT min(job_id) FROM ready_entries");
+  auto admin_conn = Connection::connect(database_url());
+  ASSERT_EQ(Admin(schema_).cancel_job(admin_conn, id), "available");
+  const auto row = [&](const std::string& cap) {
+    const auto r = conn().query(
+        "SELECT lag, available FROM queue_lane_gauges(ARRAY[$1], " + cap + ")", queue_);
+    EXPECT_EQ(r.rows(), 1);
+    return std::pair{r.get<std::int64_t>(0, 0), r.get<std::int64_t>(0, 1)};
+  };
+  EXPECT_EQ(row("NULL"), (std::pair<std::int64_t, std::int64_t>{30, 29}));
+  EXPECT_EQ(row("100"), (std::pair<std::int64_t, std::int64_t>{30, 29}));
+  EXPECT_EQ(row("29"), (std::pair<std::int64_t, std::int64_t>{30, 30}));
+  EXPECT_EQ(row("10"), (std::pair<std::int64_t, std::int64_t>{30, 30}));
+  // Every queue when none is named; none for an empty list.
+  enqueue("other", 2);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_lane_gauges()"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_lane_gauges('{}')"), 0);
+}
+
+}  // namespace
+}  // namespace awa::testing
