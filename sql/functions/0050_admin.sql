@@ -1,5 +1,27 @@
 -- Operator lookups (DESIGN.md §10).
 
+-- The queue's available rows: committed ready rows at or after the claim cursor of their
+-- own lane (matched on the full lane key, never on lane_seq alone, so two shards' rows with
+-- one lane_seq are never confused), over the live slots of the queue ring, not tombstoned.
+-- Plain SQL, STABLE and without a SET clause, so PostgreSQL inlines it into the caller's
+-- statement (sql/security/function_settings.sql exempts it): counting, the oldest row and
+-- listings share one definition and still get one plan.
+CREATE OR REPLACE FUNCTION {schema}.available_rows(p_queue text)
+RETURNS SETOF {schema}.ready_entries
+LANGUAGE sql STABLE AS $$
+    SELECT r.*
+    FROM {schema}.queue_claim_heads c
+    CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
+    JOIN {schema}.ready_entries r
+      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+     AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
+    WHERE c.queue = p_queue
+      AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
+                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                        AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
+                        AND t.lane_seq = r.lane_seq)
+$$;
+
 -- Per lane of the queue: the enqueue cursor (next lane_seq a producer will reserve, read
 -- from the lane's sequence, so it is exact and includes reservations not yet committed),
 -- the claim cursor (next lane_seq a claimer will look at), lag = the difference (what
@@ -68,17 +90,7 @@ SET jit = off AS $$
         FROM {schema}.claim_batches b
         WHERE b.queue = p_queue)
     SELECT
-        (SELECT count(*)
-         FROM {schema}.queue_claim_heads c
-         CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
-         JOIN {schema}.ready_entries r
-           ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
-          AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
-         WHERE c.queue = p_queue
-           AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                           WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
-                             AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
-                             AND t.lane_seq = r.lane_seq)),
+        (SELECT count(*) FROM {schema}.available_rows(p_queue)),
         (SELECT coalesce(sum(b.n_items - b.closed), 0)::bigint FROM batches b),
         (SELECT scheduled FROM deferred),
         (SELECT retryable FROM deferred),

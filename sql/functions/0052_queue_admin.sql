@@ -8,17 +8,7 @@ CREATE OR REPLACE FUNCTION {schema}.queue_oldest_available(p_queue text)
 RETURNS timestamptz
 LANGUAGE sql STABLE
 SET jit = off AS $$
-    SELECT min(r.run_at)
-    FROM {schema}.queue_claim_heads c
-    CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
-    JOIN {schema}.ready_entries r
-      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
-     AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
-    WHERE c.queue = p_queue
-      AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
-                        AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
-                        AND t.lane_seq = r.lane_seq)
+    SELECT min(r.run_at) FROM {schema}.available_rows(p_queue) r
 $$;
 
 -- Every queue the schema knows — one with a queue_meta row, a lane, a deferred job or a

@@ -326,15 +326,8 @@ BEGIN
     FROM (SELECT r.job_id, r.priority, r.enqueue_shard, r.lane_seq,
                  greatest(1, r.priority - floor(extract(epoch FROM now() - r.run_at)
                                                 / extract(epoch FROM p_aging)))::integer AS aged
-          FROM {schema}.queue_claim_heads c
-          JOIN {schema}.ready_entries r
-            ON r.queue = c.queue AND r.priority = c.priority AND r.enqueue_shard = c.enqueue_shard
-           AND r.lane_seq >= c.claim_seq
-          WHERE c.queue = p_queue AND c.priority > 1
-            AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                            WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
-                              AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
-                              AND t.lane_seq = r.lane_seq)) a
+          FROM {schema}.available_rows(p_queue) r
+          WHERE r.priority > 1) a
     WHERE a.aged < a.priority;
     IF v_ids IS NULL THEN
         RETURN 0;
