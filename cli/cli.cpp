@@ -73,6 +73,7 @@ int run(int argc, char** argv) {
   add_job(app, ctx);
   add_dlq(app, ctx);
   add_health(app, ctx);
+  add_serve(app, ctx);
 
   try {
     app.parse(argc, argv);

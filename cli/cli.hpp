@@ -37,5 +37,6 @@ void add_roles(CLI::App& app, Context& ctx);
 void add_job(CLI::App& app, Context& ctx);
 void add_dlq(CLI::App& app, Context& ctx);
 void add_health(CLI::App& app, Context& ctx);
+void add_serve(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

@@ -1,0 +1,90 @@
+// awa serve [--addr 127.0.0.1:8080] [--read-only] [--token-file F]: the dashboard's HTTP
+// server (serve/; docs/api.md, "HTTP API"). Runs until SIGINT or SIGTERM.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "awa/error.hpp"
+#include "awa/metrics.hpp"
+#include "cli.hpp"
+#include "serve.hpp"
+
+namespace awa::cli {
+namespace {
+
+struct ServeArgs {
+  std::string addr = "127.0.0.1:8080";
+  bool read_only = false;
+  std::string token_file;
+};
+
+int serve(const Context& ctx, const ServeArgs& a) {
+  serve::ServerOptions o;
+  o.database_url = ctx.require_database_url();
+  o.schema = ctx.schema;
+  o.read_only = a.read_only;
+  metrics::ListenAddress addr;
+  try {
+    addr = metrics::parse_listen_address(a.addr);
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument(fmt::format(
+        "--addr \"{}\": use HOST:PORT, e.g. 127.0.0.1:8080, [::1]:8080 or 0.0.0.0:8080 (with "
+        "--token-file)",
+        a.addr));
+  }
+  o.host = addr.host;
+  o.port = addr.port;
+  if (!a.token_file.empty()) o.token = serve::read_token_file(a.token_file);
+
+  // Blocked before the server starts its threads, so only sigwait() below receives them.
+  sigset_t set{};
+  sigset_t old{};
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int rc = pthread_sigmask(SIG_BLOCK, &set, &old); rc != 0)
+    throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
+  struct Restore {
+    sigset_t* old;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, old, nullptr); }
+  } restore{&old};
+
+  serve::Server server(std::move(o));
+  server.start();
+  const auto& opts = server.options();
+  const bool v6 = opts.host.find(':') != std::string::npos;
+  fmt::print("awa serve: listening on http://{}{}{}:{}/ (schema {}{}{})\n", v6 ? "[" : "",
+             opts.host, v6 ? "]" : "", server.port(), opts.schema,
+             opts.read_only ? ", read-only" : "", opts.token ? ", token required" : "");
+  std::fflush(stdout);
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  std::cerr << "awa serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping\n";
+  server.stop();
+  return 0;
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand(
+      "serve", "serve the JSON API under /api/ (the dashboard) until SIGINT or SIGTERM");
+  cmd->add_option("--addr", a->addr,
+                  "HOST:PORT to listen on; other than loopback only with --token-file")
+      ->capture_default_str();
+  cmd->add_flag("--read-only", a->read_only, "refuse every state-changing request (403)");
+  cmd->add_option("--token-file", a->token_file,
+                  "file holding the bearer token every /api request must carry");
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return serve(ctx, *a); }; });
+}
+
+}  // namespace awa::cli

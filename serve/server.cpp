@@ -1,0 +1,360 @@
+// The server: httplib set-up, the checks every /api/ request passes (docs/api.md,
+// "HTTP API: security"), the login cookie, the connection pool and the error mapping.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "api.hpp"
+#include "awa/error.hpp"
+#include "serve.hpp"
+
+namespace awa::serve {
+
+using detail::HttpError;
+using detail::send_json;
+
+namespace {
+
+constexpr const char* kSessionCookie = "awa_session";
+constexpr const char* kCsrfHeader = "X-Awa-Csrf";
+
+// Constant time in the contents: every byte of the longer string is looked at whatever
+// the first difference (the length itself is not secret).
+bool equal_constant_time(std::string_view a, std::string_view b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0U : 1U;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::random_device rd;  // /dev/urandom on Linux
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", rd() & 0xffU);
+  return out;
+}
+
+std::optional<std::string> cookie_value(const httplib::Request& req, std::string_view name) {
+  const std::string header = req.get_header_value("Cookie");
+  std::string_view rest = header;
+  while (!rest.empty()) {
+    const auto semi = rest.find(';');
+    std::string_view part = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    const auto eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      return std::string(part.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
+// The host name of a Host header: "[::1]:8080" -> "::1", "localhost:8080" -> "localhost".
+std::string host_of(const std::string& host_header) {
+  if (!host_header.empty() && host_header.front() == '[') {
+    const auto close = host_header.find(']');
+    return close == std::string::npos ? host_header : host_header.substr(1, close - 1);
+  }
+  return host_header.substr(0, host_header.find(':'));
+}
+
+constexpr const char* kIndexHtml = R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>awa serve</title></head>
+<body>
+<h1>awa serve</h1>
+<p>The dashboard UI is not built yet. The JSON API is: start with
+<a href="/api/queues">/api/queues</a> (see docs/api.md, "HTTP API").</p>
+</body></html>
+)";
+
+}  // namespace
+
+bool is_loopback(std::string_view host) {
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8, dotted quad only.
+  if (host.substr(0, 4) != "127.") return false;
+  int parts = 0;
+  std::string_view rest = host;
+  while (true) {
+    const auto dot = rest.find('.');
+    const auto part = rest.substr(0, dot);
+    int v = -1;
+    const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || part.size() > 3 || ec != std::errc() || p != part.data() + part.size() ||
+        v > 255)
+      return false;
+    ++parts;
+    if (dot == std::string_view::npos) break;
+    rest = rest.substr(dot + 1);
+  }
+  return parts == 4;
+}
+
+std::string read_token_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument(fmt::format("--token-file {}: cannot read it", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.size() < 16)
+    throw InvalidArgument(fmt::format(
+        "--token-file {}: the token must be at least 16 characters (e.g. openssl rand -hex 32)",
+        path));
+  for (const char c : token) {
+    if (c <= ' ' || c == 0x7f)
+      throw InvalidArgument(
+          fmt::format("--token-file {}: the token must be one line of printable characters", path));
+  }
+  return token;
+}
+
+struct Server::Impl : detail::Router {
+  explicit Impl(ServerOptions o)
+      : options(std::move(o)),
+        admin(options.schema),
+        pool(options.database_url, static_cast<std::size_t>(std::max(0, options.max_idle_connections))),
+        session(random_hex(32)) {}
+
+  ServerOptions options;
+  Admin admin;
+  detail::ConnectionPool pool;
+  const std::string session;  // the cookie value POST /login hands out; new per process
+
+  std::mutex mu;  // serialises start() and stop()
+  std::unique_ptr<httplib::Server> http;
+  std::thread thread;
+  std::atomic<bool> listen_returned{false};
+  std::atomic<int> bound_port{0};
+
+  // 401/403 unless the request may proceed; see docs/api.md for the order.
+  void check(const httplib::Request& req, bool state_changing) const {
+    if (!options.token) {
+      // Bound to loopback without a token: a page of another site that got its name
+      // resolved to 127.0.0.1 (DNS rebinding) would be same-origin; its Host header
+      // still names that site.
+      if (!is_loopback(host_of(req.get_header_value("Host"))))
+        throw HttpError(403, "Host header must name a loopback address when no token is set");
+    } else if (!authenticated(req)) {
+      throw HttpError(401,
+                      "authentication required: Authorization: Bearer <token>, or POST /login");
+    }
+    if (!state_changing) return;
+    if (options.read_only) throw HttpError(403, "read-only: awa serve was started with --read-only");
+    // Browsers send a custom header cross-origin only after a CORS preflight, which this
+    // server never grants: a form or fetch from another origin cannot carry it.
+    if (req.get_header_value(kCsrfHeader) != "1")
+      throw HttpError(403, fmt::format("CSRF check failed: state-changing requests need the "
+                                       "header {}: 1",
+                                       kCsrfHeader));
+  }
+
+  bool authenticated(const httplib::Request& req) const {
+    const std::string auth = req.get_header_value("Authorization");
+    constexpr std::string_view bearer = "Bearer ";
+    if (auth.size() > bearer.size() && std::string_view(auth).substr(0, bearer.size()) == bearer)
+      return equal_constant_time(std::string_view(auth).substr(bearer.size()), *options.token);
+    if (const auto c = cookie_value(req, kSessionCookie)) return equal_constant_time(*c, session);
+    return false;
+  }
+
+  void handle(const httplib::Request& req, httplib::Response& res, bool state_changing,
+              const detail::Handler& h) {
+    try {
+      check(req, state_changing);
+      auto conn = pool.take();
+      bool keep = true;
+      try {
+        h(req, res, conn, admin);
+      } catch (const HttpError&) {
+        keep = !conn.in_transaction();
+        if (keep) pool.give(std::move(conn));
+        throw;
+      } catch (const InvalidArgument&) {
+        // Refused before any statement ran: the connection is as it was.
+        keep = !conn.in_transaction();
+        if (keep) pool.give(std::move(conn));
+        throw;
+      }
+      if (!conn.in_transaction()) pool.give(std::move(conn));
+    } catch (const HttpError& e) {
+      auto body = e.extra();
+      body["error"] = e.what();
+      send_json(res, e.status(), body);
+    } catch (const InvalidArgument& e) {
+      send_json(res, 400, {{"error", e.what()}});
+    } catch (const ConstraintViolation& e) {
+      send_json(res, 400, error_body(e));
+    } catch (const ConnectionError& e) {
+      send_json(res, 503, error_body(e));
+    } catch (const DatabaseError& e) {
+      auto body = error_body(e);
+      if (e.sqlstate() == "42P01" || e.sqlstate() == "3F000" || e.sqlstate() == "42883")
+        body["hint"] = fmt::format("schema {} holds no awa tables (not migrated?): run awa "
+                                   "migrate --schema {}",
+                                   options.schema, options.schema);
+      send_json(res, 500, body);
+    } catch (const std::exception& e) {
+      send_json(res, 500, {{"error", e.what()}});
+    }
+  }
+
+  static nlohmann::json error_body(const Error& e) {
+    nlohmann::json body{{"error", e.what()}};
+    if (!e.sqlstate().empty()) body["sqlstate"] = e.sqlstate();
+    if (!e.detail().empty()) body["detail"] = e.detail();
+    if (!e.hint().empty()) body["hint"] = e.hint();
+    return body;
+  }
+
+  void get(const std::string& pattern, detail::Handler h) override {
+    http->Get(pattern, [this, h = std::move(h)](const httplib::Request& req,
+                                                httplib::Response& res) {
+      handle(req, res, false, h);
+    });
+  }
+  void post(const std::string& pattern, detail::Handler h) override {
+    http->Post(pattern, [this, h = std::move(h)](const httplib::Request& req,
+                                                 httplib::Response& res) {
+      handle(req, res, true, h);
+    });
+  }
+
+  void add_pages() {
+    http->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!options.token && !is_loopback(host_of(req.get_header_value("Host")))) {
+        send_json(res, 403, {{"error", "Host header must name a loopback address"}});
+        return;
+      }
+      res.set_header("Content-Security-Policy", "default-src 'self'");
+      res.set_header("X-Frame-Options", "DENY");
+      res.set_content(kIndexHtml, "text/html; charset=utf-8");
+    });
+    // The token in a form field or JSON {"token": ...}; answers with the session cookie.
+    http->Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (!options.token) throw HttpError(404, "no token is set: nothing to log in to");
+        // Login CSRF: a browser always sends Origin on a cross-origin POST.
+        const std::string origin = req.get_header_value("Origin");
+        if (!origin.empty() && origin != "http://" + req.get_header_value("Host"))
+          throw HttpError(403, "CSRF check failed: Origin does not match Host");
+        const detail::Params p(req, {"token"});
+        const auto token = p.text("token");
+        if (!token || !equal_constant_time(*token, *options.token))
+          throw HttpError(401, "wrong token");
+        res.set_header("Set-Cookie", fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict",
+                                                 kSessionCookie, session));
+        send_json(res, 200, {{"logged_in", true}});
+      } catch (const HttpError& e) {
+        send_json(res, e.status(), {{"error", e.what()}});
+      }
+    });
+    http->Post("/logout", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Set-Cookie",
+                     fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", kSessionCookie));
+      send_json(res, 200, {{"logged_in", false}});
+    });
+    // Anything unrouted (or a handler's bare status) gets a JSON body too.
+    http->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      send_json(res, res.status,
+                {{"error", res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method,
+                                                           req.path)
+                                             : std::string(httplib::detail::status_message(res.status))}});
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
+};
+
+Server::Server(ServerOptions options) {
+  if (options.port < 0 || options.port > 65535)
+    throw InvalidArgument("awa serve: port outside 0..65535");
+  if (options.token && options.token->empty()) options.token.reset();
+  if (!is_loopback(options.host) && !options.token) {
+    throw InvalidArgument(fmt::format(
+        "awa serve: refusing to listen on {} without a token: other hosts could read and "
+        "change every queue. Pass --token-file FILE, or bind a loopback address "
+        "(127.0.0.1, ::1)",
+        options.host));
+  }
+  impl_ = std::make_unique<Impl>(std::move(options));  // Admin checks the schema name
+}
+
+Server::~Server() { stop(); }
+
+void Server::start() {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->http) return;
+  // Fail fast on a bad URL or an unreachable database, before binding.
+  impl_->pool.give(impl_->pool.take());
+
+  impl_->http = std::make_unique<httplib::Server>();
+  auto& http = *impl_->http;
+  // No SO_REUSEPORT (httplib's default): a second server must not share the port.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  http.set_read_timeout(std::chrono::seconds(10));
+  http.set_write_timeout(std::chrono::seconds(10));
+  http.set_payload_max_length(1 << 20);
+  http.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+  impl_->add_pages();
+  detail::add_queue_routes(*impl_);
+  detail::add_job_routes(*impl_);
+  detail::add_dlq_routes(*impl_);
+  detail::add_system_routes(*impl_);
+
+  int port = impl_->options.port;
+  if (port == 0) {
+    port = http.bind_to_any_port(impl_->options.host);
+  } else if (!http.bind_to_port(impl_->options.host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    impl_->http.reset();
+    throw Error(fmt::format("awa serve: cannot bind {}:{}", impl_->options.host,
+                            impl_->options.port));
+  }
+  impl_->bound_port.store(port);
+  impl_->listen_returned.store(false);
+  impl_->thread = std::thread([this, srv = &http] {
+    srv->listen_after_bind();
+    impl_->listen_returned.store(true);
+  });
+  // httplib's stop() does nothing until the accept loop runs: wait for it.
+  while (!http.is_running() && !impl_->listen_returned.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void Server::stop() {
+  if (!impl_) return;
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->http) return;
+  impl_->http->stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->http.reset();
+  impl_->bound_port.store(0);
+}
+
+int Server::port() const noexcept { return impl_->bound_port.load(); }
+
+const ServerOptions& Server::options() const noexcept { return impl_->options; }
+
+}  // namespace awa::serve
