@@ -270,14 +270,16 @@ struct Server::Impl : detail::Router {
       send_json(res, 200, {{"logged_in", false}});
     });
     // Anything unrouted (or a handler's bare status) gets a JSON body too.
-    http->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    const httplib::Server::HandlerWithResponse on_error = [](const httplib::Request& req,
+                                                             httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      send_json(res, res.status,
-                {{"error", res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method,
-                                                           req.path)
-                                             : std::string(httplib::detail::status_message(res.status))}});
+      const std::string message =
+          res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method, req.path)
+                            : fmt::format("HTTP {}", res.status);
+      send_json(res, res.status, nlohmann::json{{"error", message}});
       return httplib::Server::HandlerResponse::Handled;
-    });
+    };
+    http->set_error_handler(on_error);
   }
 };
 

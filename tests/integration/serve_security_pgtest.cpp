@@ -16,8 +16,8 @@ TEST_F(ServeTest, ReadOnlyRefusesEveryPostAndChangesNothing) {
   auto& ro = another({.read_only = true, .token = false});
   auto c = client(ro);
   EXPECT_EQ(c.Get("/api/queues")->status, 200);
-  for (const std::string path :
-       {"/api/queues/q1/pause", "/api/jobs/" + std::to_string(ids_["failed"]) + "/retry",
+  for (const std::string& path : std::vector<std::string>{
+           "/api/queues/q1/pause", "/api/jobs/" + std::to_string(ids_["failed"]) + "/retry",
         "/api/jobs/" + std::to_string(ids_["available"]) + "/cancel", "/api/dlq/retry?all=true",
         "/api/dlq/purge?all=true"}) {
     auto r = c.Post(path, csrf(), "", "application/json");
