@@ -60,7 +60,8 @@ JobId parse_job_id(const std::string& text);
 // idle list only).
 class ConnectionPool {
  public:
-  ConnectionPool(std::string url, std::size_t max_idle) : url_(std::move(url)), max_idle_(max_idle) {}
+  ConnectionPool(std::string url, std::size_t max_idle)
+      : url_(std::move(url)), max_idle_(max_idle) {}
   Connection take();
   void give(Connection conn);
 

@@ -35,7 +35,8 @@ DlqFilter selection(const Params& p) {
   if (const auto id = p.text("id")) f.id = parse_job_id(*id);
   f.queue = p.text("queue");
   f.kind = p.text("kind");
-  if (const auto s = p.integer("older_than_s", 0, kMaxAgeS)) f.older_than = std::chrono::seconds(*s);
+  if (const auto s = p.integer("older_than_s", 0, kMaxAgeS))
+    f.older_than = std::chrono::seconds(*s);
   return f;
 }
 
@@ -51,8 +52,8 @@ void add_dlq_routes(Router& r) {
     for (const auto& e : admin.list_dlq(conn, f)) out.push_back(entry_json(e));
     send_json(res, 200, out);
   });
-  r.post("/api/dlq/retry", [](const httplib::Request& req, httplib::Response& res,
-                              Connection& conn, const Admin& admin) {
+  r.post("/api/dlq/retry", [](const httplib::Request& req, httplib::Response& res, Connection& conn,
+                              const Admin& admin) {
     const Params p(req, {"id", "queue", "kind", "older_than_s", "all"});
     DlqFilter f = selection(p);
     f.all = p.flag("all");
@@ -61,8 +62,8 @@ void add_dlq_routes(Router& r) {
     if (f.id && ids.empty()) throw HttpError(404, fmt::format("job {} is not in the dlq", *f.id));
     send_json(res, 200, {{"retried", ids}});
   });
-  r.post("/api/dlq/purge", [](const httplib::Request& req, httplib::Response& res,
-                              Connection& conn, const Admin& admin) {
+  r.post("/api/dlq/purge", [](const httplib::Request& req, httplib::Response& res, Connection& conn,
+                              const Admin& admin) {
     const Params p(req, {"id", "queue", "kind", "older_than_s", "all"});
     DlqFilter f = selection(p);
     f.all = p.flag("all");

@@ -67,25 +67,24 @@ void add_queue_routes(Router& r) {
     const Params p(req, {});
     send_json(res, 200, queue_json(known_queue(conn, admin, req.matches[1])));
   });
-  r.get(std::string(kQueue) + "/shards",
-        [](const httplib::Request& req, httplib::Response& res, Connection& conn,
-           const Admin& admin) {
-          const Params p(req, {});
-          const auto q = known_queue(conn, admin, req.matches[1]);
-          auto lanes = nlohmann::json::array();
-          for (const auto& l : admin.queue_shards(conn, q.settings.queue)) {
-            lanes.push_back({{"priority", l.priority},
-                             {"enqueue_shard", l.enqueue_shard},
-                             {"enqueue_cursor", l.enqueue_cursor},
-                             {"claim_cursor", l.claim_cursor},
-                             {"lag", l.lag},
-                             {"available", l.available}});
-          }
-          send_json(res, 200,
-                    {{"queue", q.settings.queue},
-                     {"enqueue_shards", q.settings.enqueue_shards},
-                     {"lanes", std::move(lanes)}});
-        });
+  r.get(std::string(kQueue) + "/shards", [](const httplib::Request& req, httplib::Response& res,
+                                            Connection& conn, const Admin& admin) {
+    const Params p(req, {});
+    const auto q = known_queue(conn, admin, req.matches[1]);
+    auto lanes = nlohmann::json::array();
+    for (const auto& l : admin.queue_shards(conn, q.settings.queue)) {
+      lanes.push_back({{"priority", l.priority},
+                       {"enqueue_shard", l.enqueue_shard},
+                       {"enqueue_cursor", l.enqueue_cursor},
+                       {"claim_cursor", l.claim_cursor},
+                       {"lag", l.lag},
+                       {"available", l.available}});
+    }
+    send_json(res, 200,
+              {{"queue", q.settings.queue},
+               {"enqueue_shards", q.settings.enqueue_shards},
+               {"lanes", std::move(lanes)}});
+  });
   for (const bool pause : {true, false}) {
     r.post(std::string(kQueue) + (pause ? "/pause" : "/resume"),
            [pause](const httplib::Request& req, httplib::Response& res, Connection& conn,

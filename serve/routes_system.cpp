@@ -57,7 +57,8 @@ nlohmann::json health_json(const Health& h) {
   }
   auto queues = nlohmann::json::array();
   for (const auto& q : h.queues) {
-    queues.push_back({{"queue", q.queue}, {"oldest_available_age_s", opt(q.oldest_available_age_s)}});
+    queues.push_back(
+        {{"queue", q.queue}, {"oldest_available_age_s", opt(q.oldest_available_age_s)}});
   }
   return {{"healthy", h.healthy},
           {"schema_version", h.schema_version},

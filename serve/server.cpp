@@ -128,7 +128,8 @@ struct Server::Impl : detail::Router {
   explicit Impl(ServerOptions o)
       : options(std::move(o)),
         admin(options.schema),
-        pool(options.database_url, static_cast<std::size_t>(std::max(0, options.max_idle_connections))),
+        pool(options.database_url,
+             static_cast<std::size_t>(std::max(0, options.max_idle_connections))),
         session(random_hex(32)) {}
 
   ServerOptions options;
@@ -155,7 +156,8 @@ struct Server::Impl : detail::Router {
                       "authentication required: Authorization: Bearer <token>, or POST /login");
     }
     if (!state_changing) return;
-    if (options.read_only) throw HttpError(403, "read-only: awa serve was started with --read-only");
+    if (options.read_only)
+      throw HttpError(403, "read-only: awa serve was started with --read-only");
     // Browsers send a custom header cross-origin only after a CORS preflight, which this
     // server never grants: a form or fetch from another origin cannot carry it.
     if (req.get_header_value(kCsrfHeader) != "1")
@@ -205,9 +207,10 @@ struct Server::Impl : detail::Router {
     } catch (const DatabaseError& e) {
       auto body = error_body(e);
       if (e.sqlstate() == "42P01" || e.sqlstate() == "3F000" || e.sqlstate() == "42883")
-        body["hint"] = fmt::format("schema {} holds no awa tables (not migrated?): run awa "
-                                   "migrate --schema {}",
-                                   options.schema, options.schema);
+        body["hint"] = fmt::format(
+            "schema {} holds no awa tables (not migrated?): run awa "
+            "migrate --schema {}",
+            options.schema, options.schema);
       send_json(res, 500, body);
     } catch (const std::exception& e) {
       send_json(res, 500, {{"error", e.what()}});
@@ -223,16 +226,16 @@ struct Server::Impl : detail::Router {
   }
 
   void get(const std::string& pattern, detail::Handler h) override {
-    http->Get(pattern, [this, h = std::move(h)](const httplib::Request& req,
-                                                httplib::Response& res) {
-      handle(req, res, false, h);
-    });
+    http->Get(pattern,
+              [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+                handle(req, res, false, h);
+              });
   }
   void post(const std::string& pattern, detail::Handler h) override {
-    http->Post(pattern, [this, h = std::move(h)](const httplib::Request& req,
-                                                 httplib::Response& res) {
-      handle(req, res, true, h);
-    });
+    http->Post(pattern,
+               [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+                 handle(req, res, true, h);
+               });
   }
 
   void add_pages() {
@@ -265,17 +268,17 @@ struct Server::Impl : detail::Router {
       }
     });
     http->Post("/logout", [](const httplib::Request&, httplib::Response& res) {
-      res.set_header("Set-Cookie",
-                     fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", kSessionCookie));
+      res.set_header("Set-Cookie", fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
+                                               kSessionCookie));
       send_json(res, 200, {{"logged_in", false}});
     });
     // Anything unrouted (or a handler's bare status) gets a JSON body too.
     const httplib::Server::HandlerWithResponse on_error = [](const httplib::Request& req,
                                                              httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      const std::string message =
-          res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method, req.path)
-                            : fmt::format("HTTP {}", res.status);
+      const std::string message = res.status == 404
+                                      ? fmt::format("no such endpoint: {} {}", req.method, req.path)
+                                      : fmt::format("HTTP {}", res.status);
       send_json(res, res.status, nlohmann::json{{"error", message}});
       return httplib::Server::HandlerResponse::Handled;
     };
@@ -330,8 +333,8 @@ void Server::start() {
   }
   if (port <= 0) {
     impl_->http.reset();
-    throw Error(fmt::format("awa serve: cannot bind {}:{}", impl_->options.host,
-                            impl_->options.port));
+    throw Error(
+        fmt::format("awa serve: cannot bind {}:{}", impl_->options.host, impl_->options.port));
   }
   impl_->bound_port.store(port);
   impl_->listen_returned.store(false);

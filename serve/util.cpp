@@ -29,8 +29,8 @@ std::optional<std::int64_t> to_int(const std::string& text) {
 
 Params::Params(const httplib::Request& req, std::initializer_list<const char*> allowed) {
   const auto add = [&](const std::string& name, std::string value) {
-    if (std::find_if(allowed.begin(), allowed.end(),
-                     [&](const char* a) { return name == a; }) == allowed.end())
+    if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; }) ==
+        allowed.end())
       throw HttpError(400, fmt::format("unknown parameter \"{}\"", name));
     if (!values_.emplace(name, std::move(value)).second)
       throw HttpError(400, fmt::format("parameter \"{}\" given twice", name));

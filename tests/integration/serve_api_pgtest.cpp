@@ -84,9 +84,9 @@ TEST_F(ServeTest, JobsFilterAndPaginate) {
   EXPECT_GT(j["jobs"][0]["id"].get<JobId>(), after);
 
   auto c = client();
-  for (const char* bad : {"/api/jobs?state=sleeping", "/api/jobs?limit=0",
-                          "/api/jobs?limit=10001", "/api/jobs?after=x", "/api/jobs?color=red",
-                          "/api/jobs?queue=a%20b", "/api/jobs?limit=1&limit=2"}) {
+  for (const char* bad : {"/api/jobs?state=sleeping", "/api/jobs?limit=0", "/api/jobs?limit=10001",
+                          "/api/jobs?after=x", "/api/jobs?color=red", "/api/jobs?queue=a%20b",
+                          "/api/jobs?limit=1&limit=2"}) {
     auto r = c.Get(bad);
     ASSERT_TRUE(r) << bad;
     EXPECT_EQ(r->status, 400) << bad << ": " << r->body;

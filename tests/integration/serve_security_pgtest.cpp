@@ -18,8 +18,8 @@ TEST_F(ServeTest, ReadOnlyRefusesEveryPostAndChangesNothing) {
   EXPECT_EQ(c.Get("/api/queues")->status, 200);
   for (const std::string& path : std::vector<std::string>{
            "/api/queues/q1/pause", "/api/jobs/" + std::to_string(ids_["failed"]) + "/retry",
-        "/api/jobs/" + std::to_string(ids_["available"]) + "/cancel", "/api/dlq/retry?all=true",
-        "/api/dlq/purge?all=true"}) {
+           "/api/jobs/" + std::to_string(ids_["available"]) + "/cancel", "/api/dlq/retry?all=true",
+           "/api/dlq/purge?all=true"}) {
     auto r = c.Post(path, csrf(), "", "application/json");
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 403) << path;
@@ -128,8 +128,9 @@ TEST(ServeCliTest, RefusesToStartOnANonLoopbackAddressWithoutAToken) {
   auto r = run_cli("--database-url postgresql://nowhere.invalid/x serve --addr 0.0.0.0:0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("refusing to listen on 0.0.0.0 without a token"));
-  r = run_cli("--database-url postgresql://nowhere.invalid/x serve --addr 0.0.0.0:0 "
-              "--token-file /nonexistent/token");
+  r = run_cli(
+      "--database-url postgresql://nowhere.invalid/x serve --addr 0.0.0.0:0 "
+      "--token-file /nonexistent/token");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cannot read"));
   r = run_cli("--database-url postgresql://nowhere.invalid/x serve --addr nonsense");
