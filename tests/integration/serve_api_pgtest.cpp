@@ -37,8 +37,12 @@ TEST_F(ServeTest, QueuesListsExactCountsPerQueue) {
   EXPECT_EQ(sh["settings"]["configured"], true);
   EXPECT_TRUE(sh["settings"]["deadline_ms"].is_null());
 
-  const auto one = get("/api/queues/sharded");
-  EXPECT_EQ(one, sh);
+  // The same object for one queue, but for the age, which moves on between calls.
+  auto one = get("/api/queues/sharded");
+  auto expected = sh;
+  one.erase("oldest_available_age_s");
+  expected.erase("oldest_available_age_s");
+  EXPECT_EQ(one, expected);
 }
 
 TEST_F(ServeTest, ShardsShowEveryLaneWithItsAvailableRows) {
