@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/admin.hpp"
+#include "awa/admin_json.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "cli.hpp"
@@ -55,31 +56,13 @@ std::chrono::seconds parse_age(const std::string& text) {
   return std::chrono::seconds(n * unit);
 }
 
-nlohmann::json entry_json(const DlqEntry& e) {
-  auto errors = nlohmann::json::array();
-  for (const auto& x : e.errors) {
-    errors.push_back({{"attempt", x.attempt}, {"at", x.at}, {"error", x.error}});
-  }
-  auto args = nlohmann::json::parse(e.args_json, nullptr, false);
-  return {{"id", e.id},
-          {"queue", e.queue},
-          {"kind", e.kind},
-          {"priority", e.priority},
-          {"attempt", e.attempt},
-          {"max_attempts", e.max_attempts},
-          {"reason", e.reason},
-          {"dlq_at", e.dlq_at},
-          {"args", args.is_discarded() ? nlohmann::json(e.args_json) : args},
-          {"errors", errors}};
-}
-
 int list(const Context& ctx, const DlqFilter& filter, bool json) {
   const Admin admin(ctx.schema);
   auto conn = Connection::connect(ctx.require_database_url());
   const auto entries = admin.list_dlq(conn, filter);
   if (json) {
     auto out = nlohmann::json::array();
-    for (const auto& e : entries) out.push_back(entry_json(e));
+    for (const auto& e : entries) out.push_back(awa::json::of(e));
     fmt::print("{}\n", dump(out));
     return 0;
   }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/admin.hpp"
+#include "awa/admin_json.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "cli.hpp"
@@ -18,37 +19,12 @@
 namespace awa::cli {
 namespace {
 
-nlohmann::json optional_json(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
 nlohmann::json health_json(const Context& ctx, const Health& h, std::int64_t recent) {
-  auto workers = nlohmann::json::array();
-  for (const auto& w : h.workers) {
-    workers.push_back({{"instance_id", w.instance_id},
-                       {"hostname", w.hostname},
-                       {"pid", w.pid},
-                       {"queues", w.queues},
-                       {"started_at", w.started_at},
-                       {"last_seen_at", w.last_seen_at},
-                       {"is_leader", w.is_leader}});
-  }
-  auto queues = nlohmann::json::array();
-  for (const auto& q : h.queues) {
-    queues.push_back(
-        {{"queue", q.queue}, {"oldest_available_age_s", optional_json(q.oldest_available_age_s)}});
-  }
-  return {{"healthy", h.healthy},
-          {"can_connect", true},
-          {"schema", ctx.schema},
-          {"schema_version", h.schema_version},
-          {"expected_schema_version", h.expected_schema_version},
-          {"leader_present", h.leader_present},
-          {"leader_tick_age_s", optional_json(h.leader_tick_age_s)},
-          {"recent_s", recent},
-          {"workers", std::move(workers)},
-          {"queues", std::move(queues)},
-          {"problems", h.problems}};
+  auto j = awa::json::of(h);
+  j["can_connect"] = true;
+  j["schema"] = ctx.schema;
+  j["recent_s"] = recent;
+  return j;
 }
 
 void print_text(const Context& ctx, const Health& h, std::int64_t recent) {

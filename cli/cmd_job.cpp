@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/admin.hpp"
+#include "awa/admin_json.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "cli.hpp"
@@ -23,52 +24,6 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-nlohmann::json parse_or_text(const std::string& text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(text) : j;
-}
-
-nlohmann::json opt(const std::optional<int>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json summary_json(const JobSummary& s) {
-  return {{"id", s.id},
-          {"state", s.state},
-          {"queue", s.queue},
-          {"kind", s.kind},
-          {"priority", s.priority},
-          {"attempt", s.attempt},
-          {"max_attempts", s.max_attempts},
-          {"enqueue_shard", opt(s.enqueue_shard)},
-          {"created_at", s.created_at},
-          {"run_at", s.run_at}};
-}
-
-nlohmann::json detail_json(const JobDetail& d) {
-  auto j = summary_json(d.summary);
-  j["args"] = parse_or_text(d.args_json);
-  j["metadata"] = parse_or_text(d.metadata_json);
-  j["tags"] = d.tags;
-  j["ordering_key"] = d.ordering_key ? nlohmann::json(*d.ordering_key) : nlohmann::json(nullptr);
-  j["lane_seq"] = d.lane_seq ? nlohmann::json(*d.lane_seq) : nlohmann::json(nullptr);
-  j["run_lease"] = d.run_lease;
-  j["errors"] = nlohmann::json::array();
-  for (const auto& e : d.errors) {
-    j["errors"].push_back({{"attempt", e.attempt}, {"at", e.at}, {"error", e.error}});
-  }
-  j["progress"] = d.progress_json ? parse_or_text(*d.progress_json) : nlohmann::json(nullptr);
-  j["timeline"] = nlohmann::json::array();
-  for (const auto& e : d.timeline) {
-    j["timeline"].push_back({{"at", e.at.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.at)},
-                             {"event", e.event},
-                             {"attempt", e.attempt},
-                             {"enqueue_shard", opt(e.enqueue_shard)},
-                             {"detail", e.detail}});
-  }
-  return j;
-}
-
 std::string shard_text(const std::optional<int>& shard) {
   return shard ? std::to_string(*shard) : "-";
 }
@@ -79,7 +34,7 @@ int list(const Context& ctx, const JobFilter& filter, bool json) {
   const auto jobs = admin.list_jobs(conn, filter);
   if (json) {
     auto out = nlohmann::json::array();
-    for (const auto& s : jobs) out.push_back(summary_json(s));
+    for (const auto& s : jobs) out.push_back(awa::json::of(s));
     fmt::print("{}\n", dump(out));
     return 0;
   }
@@ -112,7 +67,7 @@ int show(const Context& ctx, JobId id, bool json) {
   const auto d = admin.job(conn, id);
   if (!d) return not_found(id);
   if (json) {
-    fmt::print("{}\n", dump(detail_json(*d)));
+    fmt::print("{}\n", dump(awa::json::of(*d)));
     return 0;
   }
   const auto& s = d->summary;

@@ -4,49 +4,23 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/admin.hpp"
+#include "awa/admin_json.hpp"
 #include "awa/connection.hpp"
 #include "cli.hpp"
 
 namespace awa::cli {
 namespace {
 
-nlohmann::json event_json(const std::optional<RingEvent>& e, bool with_rows, bool with_reason) {
-  if (!e) return nullptr;
-  nlohmann::json j{{"at", e->at}};
-  if (!with_reason) {
-    j["generation"] = e->generation;
-    j["slot"] = e->slot;
-  }
-  if (with_rows) {
-    j["rows_removed"] = e->rows_removed;
-    j["rows_carried"] = e->rows_carried;
-  }
-  if (with_reason) j["reason"] = e->reason;
-  return j;
-}
-
 nlohmann::json status_json(const std::vector<RingStatus>& rings) {
   auto out = nlohmann::json{{"rings", nlohmann::json::array()}, {"last_prune", nullptr}};
   const RingStatus* newest = nullptr;
   for (const auto& r : rings) {
-    auto slots = nlohmann::json::array();
-    for (const auto& s : r.slots) {
-      slots.push_back(
-          {{"slot", s.slot}, {"state", s.state}, {"generation", s.generation}, {"rows", s.rows}});
-    }
-    out["rings"].push_back({{"ring", r.ring},
-                            {"current_slot", r.current_slot},
-                            {"generation", r.generation},
-                            {"slots", std::move(slots)},
-                            {"last_rotation", event_json(r.last_rotation, false, false)},
-                            {"last_prune", event_json(r.last_prune, true, false)},
-                            {"rotate_skipped", event_json(r.last_rotate_skip, false, true)},
-                            {"prune_skipped", event_json(r.last_prune_skip, false, true)}});
+    out["rings"].push_back(awa::json::of(r));
     // ISO 8601 UTC text of one format: string order is time order.
     if (r.last_prune && (!newest || r.last_prune->at > newest->last_prune->at)) newest = &r;
   }
   if (newest) {
-    auto j = event_json(newest->last_prune, true, false);
+    auto j = awa::json::of(*newest)["last_prune"];
     j["ring"] = newest->ring;
     out["last_prune"] = std::move(j);
   }

@@ -5,27 +5,10 @@
 #include <fmt/format.h>
 
 #include "api.hpp"
+#include "awa/admin_json.hpp"
 
 namespace awa::serve::detail {
 namespace {
-
-nlohmann::json entry_json(const DlqEntry& e) {
-  auto errors = nlohmann::json::array();
-  for (const auto& x : e.errors) {
-    errors.push_back({{"attempt", x.attempt}, {"at", x.at}, {"error", x.error}});
-  }
-  auto args = nlohmann::json::parse(e.args_json, nullptr, false);
-  return {{"id", e.id},
-          {"queue", e.queue},
-          {"kind", e.kind},
-          {"priority", e.priority},
-          {"attempt", e.attempt},
-          {"max_attempts", e.max_attempts},
-          {"reason", e.reason},
-          {"dlq_at", e.dlq_at},
-          {"args", args.is_discarded() ? nlohmann::json(e.args_json) : args},
-          {"errors", errors}};
-}
 
 // 100 years: beyond it the interval arithmetic would overflow (as `awa dlq --older-than`).
 constexpr std::int64_t kMaxAgeS = 3'155'760'000;
@@ -49,7 +32,7 @@ void add_dlq_routes(Router& r) {
     DlqFilter f = selection(p);
     f.limit = static_cast<int>(p.integer("limit", 1, 10000).value_or(100));
     auto out = nlohmann::json::array();
-    for (const auto& e : admin.list_dlq(conn, f)) out.push_back(entry_json(e));
+    for (const auto& e : admin.list_dlq(conn, f)) out.push_back(awa::json::of(e));
     send_json(res, 200, out);
   });
   r.post("/api/dlq/retry", [](const httplib::Request& req, httplib::Response& res, Connection& conn,

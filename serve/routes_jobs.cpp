@@ -2,55 +2,10 @@
 #include <fmt/format.h>
 
 #include "api.hpp"
+#include "awa/admin_json.hpp"
 
 namespace awa::serve::detail {
 namespace {
-
-nlohmann::json parse_or_text(const std::string& text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(text) : j;
-}
-
-nlohmann::json opt(const std::optional<int>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json summary_json(const JobSummary& s) {
-  return {{"id", s.id},
-          {"state", s.state},
-          {"queue", s.queue},
-          {"kind", s.kind},
-          {"priority", s.priority},
-          {"attempt", s.attempt},
-          {"max_attempts", s.max_attempts},
-          {"enqueue_shard", opt(s.enqueue_shard)},
-          {"created_at", s.created_at},
-          {"run_at", s.run_at}};
-}
-
-nlohmann::json detail_json(const JobDetail& d) {
-  auto j = summary_json(d.summary);
-  j["args"] = parse_or_text(d.args_json);
-  j["metadata"] = parse_or_text(d.metadata_json);
-  j["tags"] = d.tags;
-  j["ordering_key"] = d.ordering_key ? nlohmann::json(*d.ordering_key) : nlohmann::json(nullptr);
-  j["lane_seq"] = d.lane_seq ? nlohmann::json(*d.lane_seq) : nlohmann::json(nullptr);
-  j["run_lease"] = d.run_lease;
-  j["errors"] = nlohmann::json::array();
-  for (const auto& e : d.errors) {
-    j["errors"].push_back({{"attempt", e.attempt}, {"at", e.at}, {"error", e.error}});
-  }
-  j["progress"] = d.progress_json ? parse_or_text(*d.progress_json) : nlohmann::json(nullptr);
-  j["timeline"] = nlohmann::json::array();
-  for (const auto& e : d.timeline) {
-    j["timeline"].push_back({{"at", e.at.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.at)},
-                             {"event", e.event},
-                             {"attempt", e.attempt},
-                             {"enqueue_shard", opt(e.enqueue_shard)},
-                             {"detail", e.detail}});
-  }
-  return j;
-}
 
 HttpError not_found(JobId id) {
   return HttpError(404, fmt::format("job {} not found (never existed, or pruned)", id));
@@ -70,7 +25,7 @@ void add_job_routes(Router& r) {
     f.after = p.integer("after", 0, INT64_MAX);
     const auto jobs = admin.list_jobs(conn, f);
     auto out = nlohmann::json::array();
-    for (const auto& s : jobs) out.push_back(summary_json(s));
+    for (const auto& s : jobs) out.push_back(awa::json::of(s));
     // A full page may have a next one: its `after` is the last id shown.
     const bool full = jobs.size() == static_cast<std::size_t>(f.limit);
     send_json(res, 200,
@@ -83,7 +38,7 @@ void add_job_routes(Router& r) {
     const JobId id = parse_job_id(req.matches[1]);
     const auto d = admin.job(conn, id);
     if (!d) throw not_found(id);
-    send_json(res, 200, detail_json(*d));
+    send_json(res, 200, awa::json::of(*d));
   });
   r.post("/api/jobs/([^/]+)/cancel", [](const httplib::Request& req, httplib::Response& res,
                                         Connection& conn, const Admin& admin) {
