@@ -187,6 +187,19 @@ int stats(const Context& ctx, const std::optional<std::string>& queue, bool shar
   return 0;
 }
 
+int age_priorities(const Context& ctx, const std::string& queue, std::int64_t aging_ms, bool json) {
+  const Admin admin(ctx.schema);
+  auto conn = Connection::connect(ctx.require_database_url());
+  const int moved = admin.age_waiting_priorities(conn, queue, std::chrono::milliseconds(aging_ms));
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"queue", queue}, {"moved", moved}}.dump());
+  } else {
+    fmt::print("queue {}: {} available job(s) moved up to the priority they have aged to\n", queue,
+               moved);
+  }
+  return 0;
+}
+
 int set_paused(const Context& ctx, const std::string& queue, bool paused) {
   const Admin admin(ctx.schema);
   auto conn = Connection::connect(ctx.require_database_url());
@@ -323,6 +336,24 @@ void add_queue(CLI::App& app, Context& ctx) {
       ctx.action = [&ctx, queue, paused] { return set_paused(ctx, *queue, paused); };
     });
   }
+
+  auto age_queue = std::make_shared<std::string>();
+  auto age_ms = std::make_shared<std::int64_t>(0);
+  auto age_json = std::make_shared<bool>(false);
+  auto* age = cmd->add_subcommand(
+      "age-priorities",
+      "apply priority aging to stored rows (age_waiting_priorities): available jobs move up "
+      "one priority level per --aging-ms waited, to the tail of that priority's lane");
+  age->add_option("queue", *age_queue, "queue")->required();
+  age->add_option("--aging-ms", *age_ms, "aging interval in milliseconds (> 0)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  age->add_flag("--json", *age_json, "print JSON");
+  age->callback([&ctx, age_queue, age_ms, age_json] {
+    ctx.action = [&ctx, age_queue, age_ms, age_json] {
+      return age_priorities(ctx, *age_queue, *age_ms, *age_json);
+    };
+  });
 
   auto conf = std::make_shared<ConfigureArgs>();
   auto conf_json = std::make_shared<bool>(false);

@@ -3,6 +3,7 @@
 // that outlives an `awa work` process.
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -166,6 +167,25 @@ TEST_F(CliQueueTest, ConfigureRoundTripsAndRefusesOutOfRangeValues) {
   EXPECT_EQ(stats["deadline_ms"], 9000);
   EXPECT_EQ(stats["max_workers_hint"], 4);
   EXPECT_EQ(stats["configured"], true);
+}
+
+TEST_F(CliQueueTest, AgePrioritiesMovesWaitingJobsUp) {
+  for (int i = 0; i < 3; ++i) {
+    InsertOpts o = on_queue("aq");
+    o.priority = 4;
+    QueueStorage(StorageOptions{schema_}).insert(*pub_, NewJob("noop", {}, o));
+  }
+  insert("aq");  // priority 2, also waiting: it moves up too
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // 1 ms per level over at least 50 ms of waiting: every row reaches priority 1.
+  const auto moved = cli_json("queue age-priorities aq --aging-ms 1 --json");
+  EXPECT_EQ(moved.value("moved", -1), 4) << moved.dump();
+  const auto jobs = cli_json("job list --queue aq --json");
+  ASSERT_EQ(jobs.size(), 4U) << jobs.dump();
+  for (const auto& j : jobs) EXPECT_EQ(j.value("priority", 0), 1) << j.dump();
+  EXPECT_EQ(cli_json("queue age-priorities aq --aging-ms 1 --json").value("moved", -1), 0);
+  EXPECT_EQ(cli("queue age-priorities aq --aging-ms 0").exit_code, 2);
+  EXPECT_EQ(cli("queue age-priorities 'bad queue' --aging-ms 5").exit_code, 1);
 }
 
 TEST_F(CliQueueTest, PauseSurvivesAWorkProcessRestart) {
