@@ -304,6 +304,9 @@ void Server::start() {
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   http.set_read_timeout(std::chrono::seconds(10));
+  // stop() waits for idle keep-alive connections to time out: a dashboard left open
+  // would otherwise hold a SIGTERM for httplib's default 5 s.
+  http.set_keep_alive_timeout(1);
   http.set_write_timeout(std::chrono::seconds(10));
   http.set_payload_max_length(1 << 20);
   http.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});

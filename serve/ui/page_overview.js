@@ -51,7 +51,7 @@
       const [queues, rates, health] = await Promise.all([
         awa.api('/api/queues'),
         awa.api('/api/throughput?minutes=60'),
-        awa.api('/api/health', { accept: [503] }),
+        awa.api('/api/runtime'),
       ]);
       awa.fill(document.querySelector('#queues tbody'), queues.map(queueRow));
       document.getElementById('no-queues').hidden = queues.length > 0;

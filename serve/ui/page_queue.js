@@ -74,8 +74,8 @@
     mount(main) {
       const q = this.arg;
       main.append(
-        h('h1', null, 'Queue ', h('span', { id: 'queue-name' }, q), ' ',
-          h('span', { id: 'queue-state', class: 'badge' }, '')),
+        h('div', { class: 'title' }, h('span', { class: 'muted' }, 'Queue'),
+          h('h1', { id: 'queue-name' }, q), h('span', { id: 'queue-state', class: 'badge' }, '')),
         h('div', { id: 'queue-actions', class: 'actions' }),
         h('dl', { id: 'settings' }),
         awa.table('counts', awa.STATES.map((s) => [s, s])),
