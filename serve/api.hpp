@@ -16,6 +16,7 @@
 
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
+#include "serve.hpp"
 
 namespace awa::serve::detail {
 
@@ -81,6 +82,7 @@ using Handler =
 class Router {
  public:
   virtual ~Router() = default;
+  virtual const ServerOptions& server_options() const = 0;
   virtual void get(const std::string& pattern, Handler h) = 0;
   virtual void post(const std::string& pattern, Handler h) = 0;
 };
@@ -89,5 +91,10 @@ void add_queue_routes(Router& r);
 void add_job_routes(Router& r);
 void add_dlq_routes(Router& r);
 void add_system_routes(Router& r);
+
+// False (and the response written) when a page or asset must not be served: a Host
+// header naming no loopback address while no token is set (DNS rebinding).
+using HostCheck = std::function<bool(const httplib::Request&, httplib::Response&)>;
+void add_page_routes(httplib::Server& http, const HostCheck& host_ok);
 
 }  // namespace awa::serve::detail

@@ -1,5 +1,6 @@
-// GET /api/storage (the rings, as `awa storage status --json`) and GET /api/health (as
-// `awa health --json`; 503 when unhealthy, so probes can use it).
+// GET /api/info (how this server runs: what the pages ask first), GET /api/storage (the
+// rings, as `awa storage status --json`) and GET /api/health (as `awa health --json`;
+// 503 when unhealthy, so probes can use it).
 #include "api.hpp"
 #include "awa/admin_json.hpp"
 
@@ -15,6 +16,16 @@ nlohmann::json storage_json(const std::vector<RingStatus>& rings) {
 }  // namespace
 
 void add_system_routes(Router& r) {
+  r.get("/api/info",
+        [&r](const httplib::Request& req, httplib::Response& res, Connection&, const Admin&) {
+          const Params p(req, {});
+          const ServerOptions& o = r.server_options();
+          send_json(res, 200,
+                    {{"read_only", o.read_only},
+                     {"token_required", o.token.has_value()},
+                     {"schema", o.schema},
+                     {"version", AWA_VERSION}});
+        });
   r.get("/api/storage", [](const httplib::Request& req, httplib::Response& res, Connection& conn,
                            const Admin& admin) {
     const Params p(req, {});

@@ -73,15 +73,6 @@ std::string host_of(const std::string& host_header) {
   return host_header.substr(0, host_header.find(':'));
 }
 
-constexpr const char* kIndexHtml = R"(<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>awa serve</title></head>
-<body>
-<h1>awa serve</h1>
-<p>The dashboard UI is not built yet. The JSON API is: start with
-<a href="/api/queues">/api/queues</a> (see docs/api.md, "HTTP API").</p>
-</body></html>
-)";
-
 }  // namespace
 
 bool is_loopback(std::string_view host) {
@@ -225,6 +216,7 @@ struct Server::Impl : detail::Router {
     return body;
   }
 
+  const ServerOptions& server_options() const override { return options; }
   void get(const std::string& pattern, detail::Handler h) override {
     http->Get(pattern,
               [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
@@ -239,14 +231,10 @@ struct Server::Impl : detail::Router {
   }
 
   void add_pages() {
-    http->Get("/", [this](const httplib::Request& req, httplib::Response& res) {
-      if (!options.token && !is_loopback(host_of(req.get_header_value("Host")))) {
-        send_json(res, 403, {{"error", "Host header must name a loopback address"}});
-        return;
-      }
-      res.set_header("Content-Security-Policy", "default-src 'self'");
-      res.set_header("X-Frame-Options", "DENY");
-      res.set_content(kIndexHtml, "text/html; charset=utf-8");
+    detail::add_page_routes(*http, [this](const httplib::Request& req, httplib::Response& res) {
+      if (options.token || is_loopback(host_of(req.get_header_value("Host")))) return true;
+      send_json(res, 403, {{"error", "Host header must name a loopback address"}});
+      return false;
     });
     // The token in a form field or JSON {"token": ...}; answers with the session cookie.
     http->Post("/login", [this](const httplib::Request& req, httplib::Response& res) {

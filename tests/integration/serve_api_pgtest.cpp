@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <string>
+
 #include "serve_support.hpp"
 
 namespace awa::testing {
@@ -226,8 +229,41 @@ TEST_F(ServeTest, IndexPageAndUnknownEndpoints) {
   auto r = c.Get("/");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
-  EXPECT_THAT(r->body, HasSubstr("not built yet"));
-  EXPECT_THAT(r->body, HasSubstr("href=\"/api/queues\""));
+  EXPECT_THAT(r->body, HasSubstr("<main id=\"page\""));
+  EXPECT_EQ(r->get_header_value("Content-Security-Policy").rfind("default-src 'self'", 0), 0U);
+  // Every script and stylesheet the shell names is served from the binary, with its type.
+  const std::regex asset(R"re((?:src|href)="(/assets/[^"]+)")re");
+  int assets = 0;
+  for (std::sregex_iterator it(r->body.begin(), r->body.end(), asset), end; it != end; ++it) {
+    const std::string path = (*it)[1];
+    const auto a = c.Get(path);
+    ASSERT_TRUE(a) << path;
+    EXPECT_EQ(a->status, 200) << path;
+    EXPECT_FALSE(a->body.empty()) << path;
+    const std::string type = a->get_header_value("Content-Type");
+    if (path.ends_with(".js")) EXPECT_EQ(type, "text/javascript; charset=utf-8") << path;
+    if (path.ends_with(".css")) EXPECT_EQ(type, "text/css; charset=utf-8") << path;
+    ++assets;
+  }
+  EXPECT_GE(assets, 10);
+  // Each page path answers with the same shell; the script picks the page.
+  for (const char* page : {"/queues/q1", "/jobs", "/jobs/7", "/dlq", "/storage", "/login"}) {
+    const auto p = c.Get(page);
+    ASSERT_TRUE(p) << page;
+    EXPECT_EQ(p->status, 200) << page;
+    EXPECT_EQ(p->body, r->body) << page;
+  }
+  for (const char* missing : {"/assets/nothing.js", "/assets/index.html", "/queues/a/b"}) {
+    const auto m = c.Get(missing);
+    ASSERT_TRUE(m) << missing;
+    EXPECT_EQ(m->status, 404) << missing;
+  }
+  r = c.Get("/api/info");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(body(r)["read_only"], false);
+  EXPECT_EQ(body(r)["token_required"], false);
+  EXPECT_EQ(body(r)["schema"], schema_);
   r = c.Get("/api/nothing");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);

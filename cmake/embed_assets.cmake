@@ -1,0 +1,28 @@
+# Turns the dashboard's files (serve/ui/*.html, .js, .css, .svg) into one C++ source, so
+# `awa serve` needs no files at run time and fetches nothing from elsewhere. Run by CMake
+# at build time (see CMakeLists.txt); the output changes only when an input does.
+#   ASSET_DIR  the folder to embed (not recursive)
+#   OUTPUT     the .cpp to write; it defines awa::serve::detail::ui_assets()
+file(GLOB asset_files RELATIVE "${ASSET_DIR}" "${ASSET_DIR}/*.html" "${ASSET_DIR}/*.js"
+     "${ASSET_DIR}/*.css" "${ASSET_DIR}/*.svg")
+list(SORT asset_files)
+set(body "// Generated from serve/ui/ by cmake/embed_assets.cmake. Do not edit.\n")
+string(APPEND body "#include \"ui_assets.hpp\"\n\nnamespace awa::serve::detail {\nnamespace {\n")
+string(APPEND body "constexpr UiAsset kAssets[] = {\n")
+foreach(rel IN LISTS asset_files)
+  file(READ "${ASSET_DIR}/${rel}" content)
+  string(FIND "${content}" ")awa_ui\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${rel} contains the raw-string delimiter )awa_ui\"")
+  endif()
+  string(APPEND body "    {\"${rel}\", R\"awa_ui(${content})awa_ui\"},\n")
+endforeach()
+string(APPEND body "};\n}  // namespace\n\n")
+string(APPEND body "std::span<const UiAsset> ui_assets() { return kAssets; }\n\n}  // namespace awa::serve::detail\n")
+if(EXISTS "${OUTPUT}")
+  file(READ "${OUTPUT}" old)
+  if(old STREQUAL body)
+    return()
+  endif()
+endif()
+file(WRITE "${OUTPUT}" "${body}")
