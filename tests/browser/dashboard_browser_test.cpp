@@ -49,7 +49,8 @@ double median(std::vector<std::int64_t> v) {
 // loads a page, its text matches the database, and the console check sees an error.
 TEST_F(DashboardTest, HarnessReadsPagesAndSeesConsoleErrors) {
   web().navigate(serve().base_url() + "/api/queues");
-  const auto shown = json::parse(web().execute("return document.body.innerText").get<std::string>());
+  const auto shown =
+      json::parse(web().execute("return document.body.innerText").get<std::string>());
   const auto queues = admin().list_queues(ac());
   ASSERT_EQ(shown.size(), queues.size());
   for (std::size_t i = 0; i < queues.size(); ++i) {
@@ -123,8 +124,9 @@ TEST_F(DashboardTest, QueuePageShowsLanesAndTheStarvedShardAndPausesAndResumes) 
   open("/", "overview");
   click("#queues a" + css_attr("href", std::string("/queues/") + kOrders));
   wait_for("the queue page of orders", [&] {
-    const auto p = web().execute("return [document.getElementById('page')?.dataset.page, "
-                                 "+(document.getElementById('page')?.dataset.loaded || 0)]");
+    const auto p = web().execute(
+        "return [document.getElementById('page')?.dataset.page, "
+        "+(document.getElementById('page')?.dataset.loaded || 0)]");
     return p[0] == "queue" && p[1].get<int>() >= 1 &&
            web().current_url() == serve().base_url() + "/queues/" + kOrders;
   });

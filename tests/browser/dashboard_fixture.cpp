@@ -71,8 +71,7 @@ bool Row::has_class(const std::string& c) const {
 }
 
 ServeProcess::ServeProcess(const std::string& schema, bool read_only, const std::string& log) {
-  std::vector<std::string> argv{AWA_CLI_PATH, "--schema", schema, "serve", "--addr",
-                                "127.0.0.1:0"};
+  std::vector<std::string> argv{AWA_CLI_PATH, "--schema", schema, "serve", "--addr", "127.0.0.1:0"};
   if (read_only) argv.emplace_back("--read-only");
   // DATABASE_URL comes from the test's environment.
   process_ = std::make_unique<browser::ChildProcess>(argv, log);
@@ -130,8 +129,8 @@ void DashboardTest::TearDown() {
 
 ServeProcess& DashboardTest::read_only_serve() {
   if (!read_only_)
-    read_only_ = std::make_unique<ServeProcess>(schema_, true,
-                                                log_path("serve-read-only-" + test_name()));
+    read_only_ =
+        std::make_unique<ServeProcess>(schema_, true, log_path("serve-read-only-" + test_name()));
   return *read_only_;
 }
 

@@ -10,7 +10,7 @@ namespace awa::browser {
 namespace {
 
 // The key W3C gives an element reference in JSON.
-constexpr const char* kElementKey = "element-6066-11e4-a52e-4f735466cecb";
+constexpr const char* kElementKey = "element-6066-11e4-a52e-4f735466cecf";
 
 std::string program_from_env(const char* var, const char* fallback) {
   const char* v = std::getenv(var);
@@ -147,8 +147,7 @@ std::string WebDriver::current_url() { return session_call("GET", "/url").get<st
 std::string WebDriver::title() { return session_call("GET", "/title").get<std::string>(); }
 
 Element WebDriver::find(const std::string& css) {
-  return element_of(
-      session_call("POST", "/element", {{"using", "css selector"}, {"value", css}}));
+  return element_of(session_call("POST", "/element", {{"using", "css selector"}, {"value", css}}));
 }
 
 std::optional<Element> WebDriver::find_optional(const std::string& css) {

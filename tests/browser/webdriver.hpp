@@ -147,8 +147,8 @@ T wait_until(const std::string& what, const std::function<std::optional<T>()>& p
       last_error = e.what();
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      std::string msg = "timed out after " + std::to_string(timeout.count()) +
-                        " ms waiting for: " + what;
+      std::string msg =
+          "timed out after " + std::to_string(timeout.count()) + " ms waiting for: " + what;
       if (!last_error.empty()) msg += "\n  last error: " + last_error;
       if (describe) {
         try {
