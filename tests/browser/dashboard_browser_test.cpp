@@ -2,7 +2,8 @@
 // loads each page of `awa serve` against a seeded schema (dashboard_fixture.hpp), checks
 // what it shows against the database (awa::Admin), clicks the actions and checks the
 // database changed, saves a screenshot of each page and fails on any console error.
-// The DOM it reads is the dashboard contract (docs/api.md, "Dashboard pages").
+// The DOM it reads is the pages' contract (serve/ui/): ids, data-page / data-loaded on
+// main#page, data-* attributes on rows and cells.
 #include <fmt/format.h>
 
 #include <algorithm>
