@@ -36,8 +36,11 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 pg: deps
 	@if [ -z "$$DATABASE_URL" ]; then scripts/pg start; fi
 
+# The demo workload, then the dashboard on the same schema, left running in the
+# background: its URL is the last line printed (scripts/dashboard stop ends it).
 demo: build pg
 	$(WITH_DB) $(BUILD_DIR)/awa demo
+	@$(WITH_DB) AWA_BIN=$(BUILD_DIR)/awa scripts/dashboard start
 
 test: test-deps format-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600

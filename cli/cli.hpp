@@ -2,12 +2,17 @@
 // tests can drive the commands in-process.
 #pragma once
 
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <string>
 
 namespace CLI {
 class App;
+}
+
+namespace awa::serve {
+struct ServerOptions;
 }
 
 namespace awa::cli {
@@ -24,6 +29,28 @@ struct Context {
 
 // Returns the process exit code: 0 on success, 1 on a reported error, 2 on bad usage.
 int run(int argc, char** argv);
+
+// SIGINT and SIGTERM blocked in this thread (and so in every thread started from it
+// afterwards) for its lifetime; wait() receives them synchronously with sigwait(), which
+// keeps the handling out of async-signal context, and no thread is killed by their
+// default action midway through a graceful stop.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int wait() const;  // the signal that arrived
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+};
+
+// awa serve's loop (cli/cmd_serve.cpp): starts the dashboard server, prints its URL and
+// serves until SIGINT or SIGTERM. Call it before starting other threads, or with a
+// StopSignals alive since before they started.
+int serve_until_signal(serve::ServerOptions options);
 
 // One per subcommand file (cli/cmd_*.cpp).
 void add_migrate(CLI::App& app, Context& ctx);

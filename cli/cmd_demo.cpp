@@ -2,13 +2,18 @@
 // queue to 4 shards with a DLQ, enqueues a mixed workload — unkeyed and keyed jobs, some
 // that fail once and are retried, some that fail for good, some scheduled a second
 // ahead — and works it with the embedded runtime (awa::Client), drawing a progress bar.
-// Ends with a summary: outcomes, throughput, pickup latency, per-shard counts.
+// Ends with a summary: outcomes, throughput, pickup latency, per-shard counts. With
+// --serve it then keeps working a trickle of new jobs and serves the dashboard (awa
+// serve) on the same schema until SIGINT or SIGTERM.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,8 +24,10 @@
 #include "awa/admin.hpp"
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
+#include "awa/metrics.hpp"
 #include "awa/migrate.hpp"
 #include "cli.hpp"
+#include "serve.hpp"
 
 namespace awa::cli {
 namespace {
@@ -42,8 +49,46 @@ double percentile(std::vector<double> v, double p) {
   return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
-int demo(const Context& ctx) {
+struct DemoArgs {
+  bool serve = false;
+  std::string addr = "127.0.0.1:8080";
+};
+
+// While the dashboard is up: a few jobs every half second, one in 40 doomed, so its
+// per-minute charts and per-shard claims have something to show.
+void trickle(Client& client, const std::atomic<bool>& stop) {
+  for (int round = 0; !stop.load(); ++round) {
+    std::vector<NewJob> batch;
+    for (int i = 0; i < 10; ++i) {
+      const int n = round * 10 + i;
+      InsertOpts o;
+      o.queue = kQueue;
+      o.max_attempts = 3;
+      if (n % 4 == 0) o.ordering_key = fmt::format("customer-{}", n % 40);
+      const char* kind = n % 40 == 17 ? "doomed" : n % 10 == 3 ? "flaky" : "greet";
+      batch.emplace_back(kind, nlohmann::json{{"n", n}, {"sent_us", now_us()}}, o);
+    }
+    client.insert_many(batch);
+    for (int t = 0; t < 5 && !stop.load(); ++t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+int demo(const Context& ctx, const DemoArgs& args) {
   const auto& url = ctx.require_database_url();
+  serve::ServerOptions serve_options;
+  if (args.serve) {
+    const auto addr = metrics::parse_listen_address(args.addr);
+    serve_options.database_url = url;
+    serve_options.schema = ctx.schema;
+    serve_options.host = addr.host;
+    serve_options.port = addr.port;
+  }
+  // Blocked before the client starts its threads: with --serve, a Ctrl-C stops the
+  // dashboard and the client gracefully instead of killing the process.
+  std::optional<StopSignals> signals;
+  if (args.serve) signals.emplace();
   auto conn = Connection::connect(url);
   const auto report = migrate(conn, ctx.schema);
   fmt::print("schema {}: version {} ({} migration(s) applied now)\n", report.schema, report.version,
@@ -150,7 +195,7 @@ int demo(const Context& ctx) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print("\n");
-  client.stop();
+  if (!args.serve) client.stop();
   const auto s = client.stats();
 
   const std::int64_t dlq = admin.queue_counts(conn, kQueue).dlq - dlq_before;
@@ -177,14 +222,35 @@ int demo(const Context& ctx) {
                kGiveUp.count());
     return 1;
   }
-  return 0;
+  if (!args.serve) return 0;
+
+  fmt::print("dashboard: new jobs keep arriving (10 every 0.5 s); Ctrl-C stops\n");
+  std::atomic<bool> stop{false};
+  std::thread producer([&] { trickle(client, stop); });
+  int rc = 1;
+  try {
+    rc = serve_until_signal(serve_options);
+  } catch (...) {
+    stop = true;
+    producer.join();
+    throw;
+  }
+  stop = true;
+  producer.join();
+  client.stop();
+  return rc;
 }
 
 }  // namespace
 
 void add_demo(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<DemoArgs>();
   auto* cmd = app.add_subcommand("demo", "migrate, enqueue and work a sample workload");
-  cmd->callback([&ctx] { ctx.action = [&ctx] { return demo(ctx); }; });
+  cmd->add_flag("--serve", a->serve,
+                "then keep working new jobs and serve the dashboard until Ctrl-C");
+  cmd->add_option("--addr", a->addr, "with --serve: HOST:PORT of the dashboard (loopback)")
+      ->capture_default_str();
+  cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return demo(ctx, *a); }; });
 }
 
 }  // namespace awa::cli

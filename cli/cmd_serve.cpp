@@ -1,9 +1,7 @@
 // awa serve [--addr 127.0.0.1:8080] [--read-only] [--token-file F]: the dashboard's HTTP
 // server (serve/; docs/api.md, "HTTP API"). Runs until SIGINT or SIGTERM.
-#include <pthread.h>
 
 #include <csignal>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -17,6 +15,24 @@
 #include "serve.hpp"
 
 namespace awa::cli {
+
+int serve_until_signal(serve::ServerOptions options) {
+  // Blocked before the server starts its threads, so only sigwait() below receives them.
+  StopSignals signals;
+  serve::Server server(std::move(options));
+  server.start();
+  const auto& opts = server.options();
+  const bool v6 = opts.host.find(':') != std::string::npos;
+  fmt::print("awa serve: listening on http://{}{}{}:{}/ (schema {}{}{})\n", v6 ? "[" : "",
+             opts.host, v6 ? "]" : "", server.port(), opts.schema,
+             opts.read_only ? ", read-only" : "", opts.token ? ", token required" : "");
+  std::fflush(stdout);
+  const int sig = signals.wait();
+  std::cerr << "awa serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping\n";
+  server.stop();
+  return 0;
+}
+
 namespace {
 
 struct ServeArgs {
@@ -43,33 +59,7 @@ int serve(const Context& ctx, const ServeArgs& a) {
   o.port = addr.port;
   if (!a.token_file.empty()) o.token = serve::read_token_file(a.token_file);
 
-  // Blocked before the server starts its threads, so only sigwait() below receives them.
-  sigset_t set{};
-  sigset_t old{};
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  if (const int rc = pthread_sigmask(SIG_BLOCK, &set, &old); rc != 0)
-    throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
-  struct Restore {
-    sigset_t* old;
-    ~Restore() { pthread_sigmask(SIG_SETMASK, old, nullptr); }
-  } restore{&old};
-
-  serve::Server server(std::move(o));
-  server.start();
-  const auto& opts = server.options();
-  const bool v6 = opts.host.find(':') != std::string::npos;
-  fmt::print("awa serve: listening on http://{}{}{}:{}/ (schema {}{}{})\n", v6 ? "[" : "",
-             opts.host, v6 ? "]" : "", server.port(), opts.schema,
-             opts.read_only ? ", read-only" : "", opts.token ? ", token required" : "");
-  std::fflush(stdout);
-  int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
-  }
-  std::cerr << "awa serve: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping\n";
-  server.stop();
-  return 0;
+  return serve_until_signal(std::move(o));
 }
 
 }  // namespace
@@ -77,7 +67,7 @@ int serve(const Context& ctx, const ServeArgs& a) {
 void add_serve(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand(
-      "serve", "serve the JSON API under /api/ (the dashboard) until SIGINT or SIGTERM");
+      "serve", "serve the dashboard and its JSON API under /api/ until SIGINT or SIGTERM");
   cmd->add_option("--addr", a->addr,
                   "HOST:PORT to listen on; other than loopback only with --token-file")
       ->capture_default_str();

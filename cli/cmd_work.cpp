@@ -9,7 +9,6 @@
 //   echo   logs its args and completes
 //   flaky  {"fail_attempts": N, "retry_ms": M}: a retryable failure (retried after M ms)
 //          on attempts 1..N, then completes (defaults 1 and 100): a retry that succeeds
-#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,7 +16,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,34 +100,6 @@ JobResult flaky_job(JobContext& job) {
   return JobResult::completed();
 }
 
-// Blocks SIGINT and SIGTERM in this thread (and so in every thread the client starts from
-// it), and restores the previous mask on destruction; sigwait() then receives them
-// synchronously, which keeps the handling out of async-signal context entirely.
-class BlockedSignals {
- public:
-  BlockedSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    if (const int rc = pthread_sigmask(SIG_BLOCK, &set_, &old_); rc != 0)
-      throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
-  }
-  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  BlockedSignals(const BlockedSignals&) = delete;
-  BlockedSignals& operator=(const BlockedSignals&) = delete;
-
-  int wait() const {
-    int sig = 0;
-    while (sigwait(&set_, &sig) != 0) {
-    }
-    return sig;
-  }
-
- private:
-  sigset_t set_{};
-  sigset_t old_{};
-};
-
 int work(const Context& ctx, const WorkArgs& a) {
   if (a.queues.empty()) throw InvalidArgument("awa work: give at least one --queue");
   ClientOptions o;
@@ -152,7 +122,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   std::optional<metrics::ListenAddress> metrics_at;
   if (!a.metrics_addr.empty()) metrics_at = metrics::parse_listen_address(a.metrics_addr);
 
-  const BlockedSignals signals;
+  const StopSignals signals;
   Client client(o);
   client.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
   client.register_worker("sleep", sleep_job);

@@ -43,15 +43,14 @@ inline bool eventually(Pred pred, milliseconds timeout, milliseconds step = mill
   }
 }
 
-// An `awa work` child process; SIGKILLed and reaped on destruction whatever happens, and
-// its output printed when the test failed.
-class WorkerProcess {
+// An `awa --schema S ARGS...` child process; SIGKILLed and reaped on destruction whatever
+// happens, and its output printed when the test failed.
+class AwaProcess {
  public:
-  WorkerProcess(const std::string& schema, std::vector<std::string> args)
-      : log_path_(::testing::TempDir() + "awa_work_" + schema + "_" + std::to_string(counter_++) +
+  AwaProcess(const std::string& schema, const std::vector<std::string>& args)
+      : log_path_(::testing::TempDir() + "awa_" + schema + "_" + std::to_string(counter_++) +
                   ".log") {
-    // These tests read the attempt history afterwards: no ring prune may remove it.
-    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema, "work", "--rotate-ms", "0"};
+    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : argv_s) argv.push_back(s.data());
@@ -65,12 +64,12 @@ class WorkerProcess {
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
   }
-  ~WorkerProcess() {
+  ~AwaProcess() {
     kill9();
     if (::testing::Test::HasFailure()) std::cerr << "--- " << log_path_ << ":\n" << log();
   }
-  WorkerProcess(const WorkerProcess&) = delete;
-  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  AwaProcess(const AwaProcess&) = delete;
+  AwaProcess& operator=(const AwaProcess&) = delete;
 
   pid_t pid() const { return pid_; }
   void kill9() {
@@ -80,10 +79,10 @@ class WorkerProcess {
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
   }
-  // Sends SIGTERM and waits (bounded) for a graceful exit; returns the exit code or -1.
-  int terminate(milliseconds timeout) {
+  // Sends `sig` and waits (bounded) for a graceful exit; returns the exit code or -1.
+  int terminate(milliseconds timeout, int sig = SIGTERM) {
     if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
+    ::kill(pid_, sig);
     int status = 0;
     const bool exited = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
                                    timeout, milliseconds(10));
@@ -102,6 +101,20 @@ class WorkerProcess {
   static inline std::atomic<int> counter_{0};
   std::string log_path_;
   pid_t pid_ = -1;
+};
+
+// An `awa work` child process. These tests read the attempt history afterwards: no ring
+// prune may remove it (--rotate-ms 0).
+class WorkerProcess : public AwaProcess {
+ public:
+  WorkerProcess(const std::string& schema, std::vector<std::string> args)
+      : AwaProcess(schema, with_work(std::move(args))) {}
+
+ private:
+  static std::vector<std::string> with_work(std::vector<std::string> args) {
+    args.insert(args.begin(), {"work", "--rotate-ms", "0"});
+    return args;
+  }
 };
 
 class RuntimeTest : public StorageTest {

@@ -1,0 +1,71 @@
+// `awa demo` (make demo): the sample workload ends with exact outcomes in the database;
+// with --serve the dashboard comes up on the same schema, shows the work, keeps new jobs
+// arriving, and a SIGINT stops everything gracefully.
+#include <httplib.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "awa/admin.hpp"
+#include "cli_runner.hpp"
+#include "runtime_support.hpp"
+
+namespace awa::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CliDemoTest : public RuntimeTest {};
+
+TEST_F(CliDemoTest, WorksItsWorkloadToExactOutcomes) {
+  const auto r = run_cli("--schema " + schema_ + " demo");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("summary: 2000 jobs"));
+  auto conn = Connection::connect(database_url());
+  const auto c = Admin(schema_).queue_counts(conn, "demo");
+  // 1 job in 100 always fails and goes to the DLQ; flaky ones fail once, then complete.
+  EXPECT_EQ(c.completed, 1980);
+  EXPECT_EQ(c.dlq, 20);
+  EXPECT_EQ(c.available + c.running + c.scheduled + c.retryable, 0);
+}
+
+TEST_F(CliDemoTest, ServeKeepsTheDashboardUpWithNewWorkUntilSigint) {
+  AwaProcess demo(schema_, {"demo", "--serve", "--addr", "127.0.0.1:0"});
+  const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
+  int port = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::smatch m;
+        const std::string log = demo.log();
+        if (!std::regex_search(log, m, listening)) return false;
+        port = std::stoi(m[1]);
+        return true;
+      },
+      std::chrono::seconds(120), std::chrono::milliseconds(50)))
+      << demo.log();
+  httplib::Client http("127.0.0.1", port);
+  http.set_read_timeout(30);
+  const auto completed = [&]() -> std::int64_t {
+    const auto res = http.Get("/api/queues/demo");
+    if (!res || res->status != 200) return -1;
+    return nlohmann::json::parse(res->body)["completed"].get<std::int64_t>();
+  };
+  const std::int64_t first = completed();
+  EXPECT_GE(first, 1980);
+  // The trickle: more jobs complete while the dashboard is up.
+  EXPECT_TRUE(eventually([&] { return completed() > first; }, std::chrono::seconds(30),
+                         std::chrono::milliseconds(100)));
+  const auto page = http.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_THAT(page->body, HasSubstr("<main id=\"page\""));
+  EXPECT_EQ(demo.terminate(std::chrono::seconds(60), SIGINT), 0) << demo.log();
+  EXPECT_THAT(demo.log(), HasSubstr("SIGINT received"));
+}
+
+}  // namespace
+}  // namespace awa::testing
