@@ -1,5 +1,6 @@
 #include "dashboard_fixture.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <regex>
 #include <thread>
@@ -89,6 +90,8 @@ std::filesystem::path DashboardTest::output_dir() {
 void DashboardTest::SetUpTestSuite() {
   browser::WebDriverOptions o;
   o.log_path = log_path("chromedriver");
+  o.width = kWindowWidth;
+  o.height = kWindowHeight;
   driver_ = new browser::WebDriver(o);
 }
 
@@ -269,7 +272,14 @@ void DashboardTest::click(const std::string& css) {
 }
 
 void DashboardTest::screenshot(const std::string& name) {
+  // The whole page, not only the first screen: the window grows to the page's height
+  // (up to a bound) for the picture, then goes back to its size.
+  const auto size = web().execute(
+      "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]");
+  const int height = std::min(size[0].get<int>() + size[1].get<int>(), kMaxScreenshotHeight);
+  if (height > kWindowHeight) web().set_window_size(kWindowWidth, height);
   web().screenshot((output_dir() / (name + ".png")).string());
+  if (height > kWindowHeight) web().set_window_size(kWindowWidth, kWindowHeight);
 }
 
 void DashboardTest::expect_clean_console(const std::string& page,

@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +78,9 @@ class DashboardTest : public JobAdminTest {
   static constexpr const char* kEmails = "emails";
   static constexpr int kShards = 4;
   static constexpr int kStarvedShard = 2;
+  static constexpr int kWindowWidth = 1280;
+  static constexpr int kWindowHeight = 900;
+  static constexpr int kMaxScreenshotHeight = 4000;
 
   static void SetUpTestSuite();
   static void TearDownTestSuite();
@@ -106,7 +108,7 @@ class DashboardTest : public JobAdminTest {
   // Finds and clicks `css` (again, when a re-render made the element stale meanwhile).
   void click(const std::string& css);
 
-  // Writes <output dir>/<name>.png.
+  // Writes <output dir>/<name>.png: the whole page (up to kMaxScreenshotHeight).
   void screenshot(const std::string& name);
   // Fails the test for every SEVERE console entry since the last read, except those
   // containing one of `allowed` (each allowed entry is expected: a 404 the test caused).

@@ -211,10 +211,10 @@ TEST_F(DashboardTest, DlqPageListsDeadLettersAndRetriesTheCheckedOne) {
   click(job_row(pick, "dlq") + " input.select[type=checkbox]");
   const int before = loaded();
   click("button#retry-selected");
-  DlqFilter by_id;
-  by_id.queue = kOrders;
+  DlqFilter orders_dlq;
+  orders_dlq.queue = kOrders;
   wait_for("the checked dead letter retried", [&] {
-    const auto now = admin().list_dlq(ac(), by_id);
+    const auto now = admin().list_dlq(ac(), orders_dlq);
     return now.size() == 1 && state_of(pick) == "available";
   });
   EXPECT_EQ(state_of(seed_.dlq_chargeback), "dlq") << "only the checked row is retried";

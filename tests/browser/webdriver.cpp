@@ -224,6 +224,10 @@ void WebDriver::screenshot(const std::string& path) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+void WebDriver::set_window_size(int width, int height) {
+  session_call("POST", "/window/rect", {{"width", width}, {"height", height}});
+}
+
 std::vector<LogEntry> WebDriver::browser_log() {
   std::vector<LogEntry> out;
   for (const auto& e : session_call("POST", "/se/log", {{"type", "browser"}})) {

@@ -111,6 +111,8 @@ class WebDriver {
 
   // A PNG of the viewport, written to `path`.
   void screenshot(const std::string& path);
+  // The browser window's outer size (the viewport is smaller by the window's frame).
+  void set_window_size(int width, int height);
 
   // Console entries since the last call (the buffer is drained).
   std::vector<LogEntry> browser_log();
