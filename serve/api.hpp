@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -91,6 +92,10 @@ void add_queue_routes(Router& r);
 void add_job_routes(Router& r);
 void add_dlq_routes(Router& r);
 void add_system_routes(Router& r);
+void add_rate_routes(Router& r);
+
+// The "minutes" parameter of the rate endpoints: 1..kMaxRateWindowMinutes, else 400.
+std::chrono::minutes rate_window(const Params& p, int default_minutes);
 
 // False (and the response written) when a page or asset must not be served: a Host
 // header naming no loopback address while no token is set (DNS rebinding).

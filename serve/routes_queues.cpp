@@ -1,5 +1,8 @@
-// GET /api/queues, GET /api/queues/{queue}, GET /api/queues/{queue}/shards,
-// POST /api/queues/{queue}/pause|resume.
+// GET /api/queues, GET /api/queues/{queue}, GET /api/queues/{queue}/shards (lanes, with
+// their claims per minute), POST /api/queues/{queue}/pause|resume.
+#include <map>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "api.hpp"
@@ -69,21 +72,44 @@ void add_queue_routes(Router& r) {
   });
   r.get(std::string(kQueue) + "/shards", [](const httplib::Request& req, httplib::Response& res,
                                             Connection& conn, const Admin& admin) {
-    const Params p(req, {});
+    const Params p(req, {"minutes"});
+    const auto window = rate_window(p, 15);
     const auto q = known_queue(conn, admin, req.matches[1]);
+    const ShardClaims claims = admin.shard_claims(conn, q.settings.queue, window);
+    const std::vector<std::int64_t> none(static_cast<std::size_t>(claims.minutes), 0);
+    // Per shard, summed over priorities: every shard of the current count, and any other
+    // that has lanes (left over from a larger count) or claims.
+    std::map<int, std::vector<std::int64_t>> by_shard;
+    for (int s = 0; s < q.settings.enqueue_shards; ++s) by_shard.emplace(s, none);
+    std::map<std::pair<int, int>, const std::vector<std::int64_t>*> by_lane;
+    for (const auto& l : claims.lanes) {
+      by_lane.emplace(std::pair(l.priority, l.enqueue_shard), &l.claims);
+      auto& sum = by_shard.try_emplace(l.enqueue_shard, none).first->second;
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += l.claims[i];
+    }
     auto lanes = nlohmann::json::array();
     for (const auto& l : admin.queue_shards(conn, q.settings.queue)) {
+      by_shard.try_emplace(l.enqueue_shard, none);
+      const auto c = by_lane.find(std::pair(l.priority, l.enqueue_shard));
       lanes.push_back({{"priority", l.priority},
                        {"enqueue_shard", l.enqueue_shard},
                        {"enqueue_cursor", l.enqueue_cursor},
                        {"claim_cursor", l.claim_cursor},
                        {"lag", l.lag},
-                       {"available", l.available}});
+                       {"available", l.available},
+                       {"claims", c == by_lane.end() ? none : *c->second}});
+    }
+    auto shard_claims = nlohmann::json::array();
+    for (const auto& [shard, sum] : by_shard) {
+      shard_claims.push_back({{"enqueue_shard", shard}, {"claims", sum}});
     }
     send_json(res, 200,
               {{"queue", q.settings.queue},
                {"enqueue_shards", q.settings.enqueue_shards},
-               {"lanes", std::move(lanes)}});
+               {"minutes", claims.minutes},
+               {"start", claims.start},
+               {"lanes", std::move(lanes)},
+               {"shard_claims", std::move(shard_claims)}});
   });
   for (const bool pause : {true, false}) {
     r.post(std::string(kQueue) + (pause ? "/pause" : "/resume"),

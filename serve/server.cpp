@@ -312,6 +312,7 @@ void Server::start() {
   detail::add_job_routes(*impl_);
   detail::add_dlq_routes(*impl_);
   detail::add_system_routes(*impl_);
+  detail::add_rate_routes(*impl_);
 
   int port = impl_->options.port;
   if (port == 0) {

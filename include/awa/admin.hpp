@@ -120,6 +120,39 @@ struct QueueSummary {
   bool known = false;
 };
 
+// --- rates (the dashboard's charts) ------------------------------------------------------
+
+// The longest window of Admin::throughput and Admin::shard_claims: a day of minutes.
+inline constexpr int kMaxRateWindowMinutes = 1440;
+
+// One queue's job ends per minute; index i is the minute Throughput::start + i.
+struct MinuteSeries {
+  std::string queue;
+  std::vector<std::int64_t> completed;  // attempts that ended completed
+  std::vector<std::int64_t> failed;     // jobs that ended failed or went to the DLQ
+};
+
+// Job ends per minute over a window of whole minutes ending with the current one.
+struct Throughput {
+  std::string start;  // ISO 8601 UTC of bucket 0 (a whole minute, e.g. "2026-11-30T22:37:00Z")
+  int minutes = 60;   // buckets per series; the last is the current, partial minute
+  std::vector<MinuteSeries> queues;  // queues with at least one end in the window, by name
+};
+
+// One lane's claims per minute: jobs handed to workers (every attempt counts).
+struct LaneClaims {
+  int priority = 0;
+  int enqueue_shard = 0;
+  std::vector<std::int64_t> claims;  // index i: minute ShardClaims::start + i
+};
+
+// A queue's claims per lane per minute, over a window like Throughput's.
+struct ShardClaims {
+  std::string start;  // ISO 8601 UTC of bucket 0
+  int minutes = 0;
+  std::vector<LaneClaims> lanes;  // lanes with at least one claim in the window
+};
+
 // --- jobs --------------------------------------------------------------------------------
 
 // Where a job is now. Live: "scheduled" (deferred, not due or not promoted yet),
@@ -321,6 +354,22 @@ class Admin {
   // (a second call, or claim-time aging, sees the same effective priority).
   int age_waiting_priorities(Connection& conn, const std::string& queue,
                              std::chrono::milliseconds aging) const;
+
+  // --- rates (awa serve's charts) ---------------------------------------------------------
+  // Both read only what the rings still retain: minutes older than the last prune of the
+  // claim ring (completions, claims) or the queue ring (failures) count what survived it.
+  // The window is `window` whole minutes ending with the current one, fixed by one
+  // statement's now(). InvalidArgument for a window outside 1..1440 minutes or an invalid
+  // queue name.
+  //
+  // Completed and failed job ends per queue per minute (one queue only when `queue` is
+  // set; a valid name never used gives no series). Retried, snoozed, rescued and
+  // cancelled attempts are not counted.
+  Throughput throughput(Connection& conn, std::chrono::minutes window,
+                        const std::optional<std::string>& queue = std::nullopt) const;
+  // Claims of `queue` per lane per minute, ordered by (priority, enqueue_shard).
+  ShardClaims shard_claims(Connection& conn, const std::string& queue,
+                           std::chrono::minutes window) const;
 
   // --- jobs (awa job ...) -----------------------------------------------------------------
   std::vector<JobSummary> list_jobs(Connection& conn, const JobFilter& filter) const;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -316,6 +317,17 @@ TEST_F(RolesTest, AdminRunsJobAndDlqOperations) {
   ASSERT_EQ(got.size(), 1u);
   store.complete(as("worker"), std::vector{Completion::of(got[0], Outcome::kFail, "x")});
   EXPECT_EQ(admin.list_dlq(as("admin"), DlqFilter{}).size(), 1u);
+  // The dashboard's rates (migration 0005's indexes need no grant).
+  const auto ends = admin.throughput(as("admin"), std::chrono::minutes(60), std::string("jb"));
+  ASSERT_EQ(ends.queues.size(), 1u);
+  EXPECT_EQ(
+      std::accumulate(ends.queues[0].failed.begin(), ends.queues[0].failed.end(), std::int64_t{0}),
+      1);
+  const auto claims = admin.shard_claims(as("admin"), "jb", std::chrono::minutes(60));
+  ASSERT_EQ(claims.lanes.size(), 1u);
+  EXPECT_EQ(std::accumulate(claims.lanes[0].claims.begin(), claims.lanes[0].claims.end(),
+                            std::int64_t{0}),
+            1);
   DlqFilter one;
   one.id = a;
   EXPECT_EQ(admin.retry_dlq(as("admin"), one), std::vector<JobId>{a});
