@@ -110,7 +110,14 @@ TEST_F(DashboardTest, OverviewShowsEveryQueueAsTheDatabaseCountsIt) {
   // Every job of the seed ended within the last minutes: the hour's totals are all-time.
   EXPECT_EQ(text_of("#throughput-completed"), std::to_string(completed));
   EXPECT_EQ(text_of("#throughput-failed"), std::to_string(failed));
-  EXPECT_TRUE(exists("svg#throughput-chart"));
+  // The chart's bars add up to the same totals.
+  const auto bars = web().execute(R"(
+    const out = {completed: 0, failed: 0};
+    for (const r of document.querySelectorAll('svg#throughput-chart rect[data-series]'))
+      out[r.dataset.series] += +r.dataset.value;
+    return out;)");
+  EXPECT_EQ(bars.value("completed", -1), completed);
+  EXPECT_EQ(bars.value("failed", -1), failed);
 
   const auto health = admin().health(ac());
   EXPECT_EQ(rows("#workers tbody tr[data-instance]").size(), health.workers.size());
@@ -123,6 +130,7 @@ TEST_F(DashboardTest, OverviewShowsEveryQueueAsTheDatabaseCountsIt) {
 TEST_F(DashboardTest, QueuePageShowsLanesAndTheStarvedShardAndPausesAndResumes) {
   // Reached the way an operator does: a click on the queue's name in the overview.
   open("/", "overview");
+  expect_clean_console("overview (on the way to the queue page)");
   click("#queues a" + css_attr("href", std::string("/queues/") + kOrders));
   wait_for("the queue page of orders", [&] {
     const auto p = web().execute(
@@ -192,7 +200,7 @@ TEST_F(DashboardTest, QueuePageShowsLanesAndTheStarvedShardAndPausesAndResumes) 
     EXPECT_EQ(chart.value(key, 0), seed_.claims_by_shard[s]) << "claims chart, shard " << s;
   }
 
-  const auto counts_rows = rows("table#counts tr");
+  const auto counts_rows = rows("table#counts tbody tr");
   const auto counts_row = std::find_if(counts_rows.begin(), counts_rows.end(),
                                        [](const Row& r) { return !r.cells.empty(); });
   ASSERT_NE(counts_row, counts_rows.end()) << describe_page();

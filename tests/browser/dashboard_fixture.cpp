@@ -32,7 +32,7 @@ constexpr const char* kRowsScript = R"(
   return Array.from(document.querySelectorAll(arguments[0]), r => ({
     data: Object.assign({}, r.dataset),
     cls: r.getAttribute('class') || '',
-    cells: Object.fromEntries(Array.from(r.querySelectorAll('[data-col]'),
+    cells: Object.fromEntries(Array.from(r.querySelectorAll('td[data-col]'),
                                          c => [c.dataset.col, c.textContent.trim()]))
   }));)";
 
