@@ -16,12 +16,16 @@ endif
 # to find it stops the recipe: a missing database is a failure, never a skipped test.
 WITH_DB = url="$${DATABASE_URL:-$$(scripts/pg url)}" && [ -n "$$url" ] && DATABASE_URL="$$url"
 
-.PHONY: all deps build pg demo test test-tsan unit-test format format-check models clean
+.PHONY: all deps test-deps build pg demo test test-tsan unit-test format format-check models clean
 
 all: build
 
 deps:
 	@scripts/install-deps
+
+# The browser test's chromium and chromedriver: only `make test` needs them.
+test-deps:
+	@scripts/install-deps --test
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
@@ -38,7 +42,7 @@ demo: build pg
 	$(WITH_DB) $(BUILD_DIR)/awa demo
 	@$(WITH_DB) AWA_BIN=$(BUILD_DIR)/awa scripts/dashboard start
 
-test: format-check build pg
+test: test-deps format-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
 # The runtime's threads under ThreadSanitizer: the in-process tests of the client, the
