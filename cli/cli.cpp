@@ -74,6 +74,7 @@ int run(int argc, char** argv) {
   add_dlq(app, ctx);
   add_health(app, ctx);
   add_serve(app, ctx);
+  add_cron(app, ctx);
 
   try {
     app.parse(argc, argv);

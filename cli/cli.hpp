@@ -65,5 +65,6 @@ void add_job(CLI::App& app, Context& ctx);
 void add_dlq(CLI::App& app, Context& ctx);
 void add_health(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
+void add_cron(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

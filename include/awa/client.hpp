@@ -17,8 +17,8 @@
 // Delivery is at-least-once: a job whose worker dies is rescued (retried) after its
 // heartbeat goes stale; a completion after that is stale and changes nothing.
 //
-// Thread safety: register_worker / add_queue before start(); everything else from any
-// thread. Handlers run on the client's worker threads, several at once.
+// Thread safety: register_worker / add_queue / add_periodic before start(); everything else from
+// any thread. Handlers run on the client's worker threads, several at once.
 #pragma once
 
 #include <chrono>
@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/job.hpp"
+#include "awa/periodic.hpp"
 #include "awa/queue_storage.hpp"
 
 namespace awa {
@@ -191,13 +192,15 @@ struct ClientStats {
   std::uint64_t snoozed = 0;
   std::uint64_t cancelled = 0;
   std::uint64_t stale_completions = 0;
-  std::uint64_t rescued = 0;    // by this process as leader
-  std::uint64_t promoted = 0;   // by this process as leader
-  std::uint64_t rotations = 0;  // ring rotations, by this process as leader
-  std::uint64_t prunes = 0;     // ring slots pruned, by this process as leader
-  std::uint64_t released = 0;   // prefetched jobs handed back unstarted by stop()
-  int running = 0;              // handlers running now
-  int prefetched = 0;           // claimed, not started yet
+  std::uint64_t rescued = 0;          // by this process as leader
+  std::uint64_t promoted = 0;         // by this process as leader
+  std::uint64_t rotations = 0;        // ring rotations, by this process as leader
+  std::uint64_t prunes = 0;           // ring slots pruned, by this process as leader
+  std::uint64_t released = 0;         // prefetched jobs handed back unstarted by stop()
+  std::uint64_t periodic_fired = 0;   // periodic jobs enqueued, by this process as leader
+  std::uint64_t periodic_failed = 0;  // periodic fires that failed (logged), likewise
+  int running = 0;                    // handlers running now
+  int prefetched = 0;                 // claimed, not started yet
   bool leader = false;
 };
 
@@ -210,6 +213,14 @@ class Client {
 
   void register_worker(const std::string& kind, Handler handler);
   void add_queue(QueueConfig config);
+  // Declares a periodic job (include/awa/periodic.hpp, docs/scheduling.md), upserted
+  // into the schema's periodic_jobs at start() (all of this client's in one transaction;
+  // a paused schedule stays paused), then fired by whichever process is the maintenance
+  // leader. Validated now (InvalidArgument: name, schedule, job fields, a name declared
+  // twice); the time zone is checked at start(). Before start() only.
+  void add_periodic(PeriodicJob job);
+  void add_periodic(std::string name, std::string schedule, std::string kind,
+                    nlohmann::json args = nlohmann::json::object(), PeriodicOptions options = {});
 
   // Migrates (unless disabled), starts dispatchers, workers, heartbeats and maintenance.
   void start();

@@ -174,6 +174,10 @@ struct EngineMetrics {
   // awa_job_released_total{queue}: prefetched jobs a stopping client handed back
   // unstarted (QueueStorage::release).
   Family<Counter>& job_released;
+  // awa_periodic_fires_total{periodic, outcome}: periodic schedules fired by this process
+  // as the maintenance leader; outcome "enqueued" (one per job) or "failed" (the schedule
+  // was left due, docs/scheduling.md).
+  Family<Counter>& periodic_fires;
 };
 // Registers them on first call.
 EngineMetrics& engine();

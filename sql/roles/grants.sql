@@ -21,9 +21,13 @@
 --   (queue settings) or the migration ledgers. It writes runtime_instances: each Client
 --   registers there, marks itself seen, records its leader ticks and removes itself, and
 --   the leader deletes rows of dead instances.
+--   Periodic jobs (periodic_jobs): the worker fires them (the leader's UPDATE of
+--   next_fire_at) and a Client upserts the schedules it declares (INSERT, UPDATE), but
+--   cannot DELETE one.
 -- {admin}: the worker's privileges plus writes to queue_meta (set-shards, pause, DLQ
---   settings): every Admin function and `awa queue|storage|health` command (health reads
---   schema_migrations, runtime_instances and the lane tables).
+--   settings) and removing periodic jobs: every Admin and PeriodicAdmin function and
+--   `awa queue|storage|health|cron` command (health reads schema_migrations,
+--   runtime_instances and the lane tables).
 -- The producer cannot see runtime_instances (hostnames, pids).
 -- None of the three owns anything, so none can ALTER or DROP a table or function, or run
 -- migrations: the schema's owner does that (`awa migrate`), then re-runs this setup.
@@ -51,6 +55,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {worker
 REVOKE INSERT, UPDATE, DELETE ON {schema}.queue_meta, {schema}.schema_migrations,
     {schema}.schema_functions FROM {worker}, {admin};
 GRANT INSERT, UPDATE, DELETE ON {schema}.queue_meta TO {admin};
+REVOKE DELETE ON {schema}.periodic_jobs FROM {worker};
 GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {schema} TO {worker}, {admin};
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} TO {worker}, {admin};
 

@@ -290,6 +290,10 @@ EngineMetrics& engine() {
         r.counter("awa_job_released_total",
                   "Prefetched jobs handed back unstarted (a stopping client), claimable at once.",
                   {"queue"}),
+        r.counter("awa_periodic_fires_total",
+                  "Periodic schedules fired by this process as leader: outcome enqueued (per "
+                  "job) or failed (the schedule stays due).",
+                  {"periodic", "outcome"}),
     };
   }();
   return *m;

@@ -8,6 +8,7 @@
 #include "awa/error.hpp"
 #include "schema/migrator.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/periodic.hpp"
 #include "storage/store_access.hpp"
 #include "storage/validate.hpp"
 
@@ -81,6 +82,17 @@ void Client::Impl::add_queue(QueueConfig config) {
   queues_.push_back(std::move(q));
 }
 
+void Client::Impl::add_periodic(PeriodicJob job) {
+  std::lock_guard life(lifecycle_mu_);
+  if (phase_ != Phase::kNew) throw InvalidArgument("add_periodic: call it before start()");
+  validate_periodic(job);
+  for (const auto& p : periodic_) {
+    if (p.name == job.name)
+      throw InvalidArgument("add_periodic: periodic job " + job.name + " added twice");
+  }
+  periodic_.push_back(std::move(job));
+}
+
 void Client::Impl::start() {
   std::lock_guard life(lifecycle_mu_);
   if (phase_ == Phase::kRunning) return;
@@ -93,6 +105,14 @@ void Client::Impl::start() {
       spdlog::info("schema {} migrated to version {} ({} migrations, {} functions)", report.schema,
                    report.version, report.applied.size(), report.functions_updated.size());
     }
+  }
+  if (!periodic_.empty()) {
+    // Before any thread starts: a bad zone fails start() like a bad option would.
+    auto conn = pool_->acquire();
+    const auto upserted = storage::declare_periodic(*conn, options_.schema, periodic_);
+    int created = 0;
+    for (const auto& u : upserted) created += u.created ? 1 : 0;
+    spdlog::info("periodic jobs declared: {} ({} new)", upserted.size(), created);
   }
   int sum = 0;
   for (const auto& q : queues_) sum += q->config.max_workers;
@@ -281,6 +301,8 @@ ClientStats Client::Impl::stats() const {
     s.promoted = m->promoted();
     s.rotations = m->rotations();
     s.prunes = m->prunes();
+    s.periodic_fired = m->periodic_fired();
+    s.periodic_failed = m->periodic_failed();
   }
   return s;
 }
@@ -292,6 +314,12 @@ void Client::register_worker(const std::string& kind, Handler handler) {
   impl_->register_worker(kind, std::move(handler));
 }
 void Client::add_queue(QueueConfig config) { impl_->add_queue(std::move(config)); }
+void Client::add_periodic(PeriodicJob job) { impl_->add_periodic(std::move(job)); }
+void Client::add_periodic(std::string name, std::string schedule, std::string kind,
+                          nlohmann::json args, PeriodicOptions options) {
+  impl_->add_periodic(PeriodicJob{std::move(name), std::move(schedule), std::move(kind),
+                                  std::move(args), std::move(options)});
+}
 void Client::start() { impl_->start(); }
 void Client::stop() { impl_->stop(); }
 

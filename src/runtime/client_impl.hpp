@@ -138,6 +138,8 @@ struct Client::Impl {
 
   void add_queue(QueueConfig config);
 
+  void add_periodic(PeriodicJob job);
+
   // --- lifecycle ------------------------------------------------------------------------
 
   void start();
@@ -254,6 +256,7 @@ struct Client::Impl {
   // Set before start(), read-only afterwards (so readable without a lock by the threads).
   std::unordered_map<std::string, Handler> handlers_;
   std::vector<std::unique_ptr<QueueState>> queues_;
+  std::vector<PeriodicJob> periodic_;  // upserted at start()
   int cap_ = 0;
 
   mutable std::mutex lifecycle_mu_;                      // serialises start()/stop()

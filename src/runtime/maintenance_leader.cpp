@@ -9,9 +9,11 @@
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "awa/metrics.hpp"
 #include "pg/native.hpp"
 #include "runtime/instance_registry.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/periodic.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::runtime {
@@ -141,6 +143,7 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     std::lock_guard lock(mu_);
     if (stopping_) return;
   }
+  periodic(conn);
   if (options_.rotate_interval.count() > 0) rings(conn);
   const auto now = std::chrono::steady_clock::now();
   if (last_purge_ == std::chrono::steady_clock::time_point{} ||
@@ -155,6 +158,41 @@ void MaintenanceLeader::round(awa::Connection& conn) {
                    options_.instance_retention.count());
   }
   gauges(conn);
+}
+
+void MaintenanceLeader::periodic(awa::Connection& conn) {
+  // One call per round: a catch-up backlog larger than its per-call bound continues in
+  // the next round, so the rest of maintenance never waits behind it.
+  std::vector<storage::PeriodicFire> fired;
+  try {
+    fired = storage::fire_due_periodic(pg::native(conn), options_.schema, options_.periodic_batch,
+                                       options_.periodic_catch_up);
+    periodic_failing_ = false;
+  } catch (const Error& e) {
+    // Whatever broke the call (a schema not migrated yet, a lost connection, which the
+    // next round notices) must not stop the rest of maintenance. Once per streak.
+    if (!periodic_failing_) spdlog::warn("maintenance: firing periodic jobs: {}", e.what());
+    periodic_failing_ = true;
+    return;
+  }
+  std::uint64_t jobs = 0;
+  for (const auto& f : fired) {
+    if (f.error) {
+      // The schedule is not advanced: it is tried again next round (after the healthy
+      // ones), and last_error shows in `awa cron list`.
+      periodic_failed_.fetch_add(1, std::memory_order_relaxed);
+      metrics::engine().periodic_fires.with({f.name, "failed"}).inc();
+      spdlog::warn("maintenance: periodic job {} (occurrence {}) not enqueued: {}", f.name,
+                   f.occurrence.value_or("?"), *f.error);
+    } else {
+      ++jobs;
+      metrics::engine().periodic_fires.with({f.name, "enqueued"}).inc();
+    }
+  }
+  if (jobs > 0) {
+    periodic_fired_.fetch_add(jobs, std::memory_order_relaxed);
+    spdlog::debug("maintenance: enqueued {} periodic jobs", jobs);
+  }
 }
 
 void MaintenanceLeader::gauges(awa::Connection& conn) {

@@ -10,7 +10,8 @@
 //
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
-// same round usually promotes them — then the rings (below), then, at most once per purge
+// same round usually promotes them — then fire due periodic jobs (one bounded call:
+// storage/periodic.hpp; docs/scheduling.md), then the rings (below), then, at most once per purge
 // interval, purge the DLQ and forget runtime instances not seen for instance_retention.
 // Every gauges_interval the leader also sets the per-lane gauges of every queue of the
 // schema (awa_queue_lag, awa_queue_available on /metrics; metrics/queue_gauges.hpp) in
@@ -61,6 +62,10 @@ struct MaintenanceOptions {
   std::chrono::milliseconds purge_interval{60000};
   // Rows per rescue / promote call. Default: 1000.
   int batch = 1000;
+  // Periodic schedules fired per round at most, and jobs per catch-up schedule per round.
+  // Defaults: 100 and 100.
+  int periodic_batch = 100;
+  int periodic_catch_up = 100;
   // How often each ring rotates (only when its current slot holds rows); zero turns
   // rotation and prune off. Default: 5 s.
   std::chrono::milliseconds rotate_interval{5000};
@@ -97,6 +102,13 @@ class MaintenanceLeader {
   std::uint64_t promoted() const noexcept { return promoted_.load(std::memory_order_relaxed); }
   std::uint64_t rotations() const noexcept { return rotations_.load(std::memory_order_relaxed); }
   std::uint64_t prunes() const noexcept { return prunes_.load(std::memory_order_relaxed); }
+  // Jobs enqueued for periodic schedules, and schedule fires that failed (each logged).
+  std::uint64_t periodic_fired() const noexcept {
+    return periodic_fired_.load(std::memory_order_relaxed);
+  }
+  std::uint64_t periodic_failed() const noexcept {
+    return periodic_failed_.load(std::memory_order_relaxed);
+  }
 
  private:
   void run();
@@ -104,6 +116,8 @@ class MaintenanceLeader {
   void round(awa::Connection& conn);
   // Prune and rotate every ring (see above).
   void rings(awa::Connection& conn);
+  // Fires due periodic schedules; a failed schedule is logged and counted, never thrown.
+  void periodic(awa::Connection& conn);
   // Records the finished round in runtime_instances; a failure is logged, never thrown.
   void tick(awa::Connection& conn);
   // Refreshes the queue gauges when due; a failure is logged, never thrown.
@@ -128,11 +142,14 @@ class MaintenanceLeader {
   std::atomic<std::uint64_t> promoted_{0};
   std::atomic<std::uint64_t> rotations_{0};
   std::atomic<std::uint64_t> prunes_{0};
+  std::atomic<std::uint64_t> periodic_fired_{0};
+  std::atomic<std::uint64_t> periodic_failed_{0};
   std::chrono::steady_clock::time_point last_rotate_{};  // maintenance thread only
   std::chrono::steady_clock::time_point last_purge_{};   // maintenance thread only
   bool tick_failing_ = false;                            // maintenance thread only
   std::chrono::steady_clock::time_point last_gauges_{};  // maintenance thread only
   bool gauges_failing_ = false;                          // maintenance thread only
+  bool periodic_failing_ = false;                        // maintenance thread only
   std::set<metrics::LaneLabels> gauge_lanes_;            // written; maintenance thread only
 };
 

@@ -18,8 +18,10 @@
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "awa/periodic.hpp"
 #include "cli_runner.hpp"
 #include "pg/native.hpp"
+#include "storage/periodic.hpp"
 #include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
@@ -540,6 +542,25 @@ TEST(CliRedaction, PasswordsNeverAppearInErrorsOrHelp) {
   const auto help = run_cli("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("roles"), std::string::npos) << help.output;
+}
+
+// Periodic jobs (docs/scheduling.md): a worker declares and fires schedules but cannot
+// delete one; the admin can; the producer cannot see them.
+TEST_F(RolesTest, WorkerFiresPeriodicJobsAdminRemovesThem) {
+  const PeriodicAdmin periodic(schema_);
+  PeriodicJob j;
+  j.name = "tick";
+  j.schedule = "@every 1s";
+  j.kind = "k";
+  const std::vector<PeriodicJob> declared{j};
+  EXPECT_EQ(periodic.declare(as("worker"), declared).size(), 1u);
+  conn().exec(
+      "UPDATE periodic_jobs SET next_fire_at = date_trunc('second', now()) - interval '1s'");
+  EXPECT_EQ(storage::fire_due_periodic(pg::native(as("worker")), schema_, 10, 10).size(), 1u);
+  EXPECT_EQ(periodic.trigger(as("worker"), "tick").has_value(), true);
+  EXPECT_EQ(sqlstate_of([&] { periodic.remove(as("worker"), "tick"); }), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { periodic.list(as("producer")); }), kDenied);
+  EXPECT_TRUE(periodic.remove(as("admin"), "tick"));
 }
 
 }  // namespace
