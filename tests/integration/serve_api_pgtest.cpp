@@ -241,8 +241,11 @@ TEST_F(ServeTest, IndexPageAndUnknownEndpoints) {
     EXPECT_EQ(a->status, 200) << path;
     EXPECT_FALSE(a->body.empty()) << path;
     const std::string type = a->get_header_value("Content-Type");
-    if (path.ends_with(".js")) EXPECT_EQ(type, "text/javascript; charset=utf-8") << path;
-    if (path.ends_with(".css")) EXPECT_EQ(type, "text/css; charset=utf-8") << path;
+    if (path.ends_with(".js")) {
+      EXPECT_EQ(type, "text/javascript; charset=utf-8") << path;
+    } else if (path.ends_with(".css")) {
+      EXPECT_EQ(type, "text/css; charset=utf-8") << path;
+    }
     ++assets;
   }
   EXPECT_GE(assets, 10);
