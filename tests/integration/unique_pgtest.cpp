@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "admin_jobs_support.hpp"
+#include "awa/client.hpp"
 #include "awa/error.hpp"
 #include "cli_runner.hpp"
 
@@ -326,6 +327,21 @@ TEST_F(UniqueTest, BadOptionsAreInvalidArgument) {
     EXPECT_THROW(store_->insert_many(ac(), batch), InvalidArgument);
   }
   EXPECT_EQ(jobs_in("bad"), 0);
+}
+
+TEST_F(UniqueTest, ClientInsertResultSaysDuplicate) {
+  ClientOptions o;
+  o.database_url = database_url();
+  o.schema = schema_;
+  o.maintenance = false;
+  Client client(o);  // not started: inserts need only its pool and store
+  const auto first = client.insert_result(unique_job("client"));
+  const auto again = client.insert_result(unique_job("client"));
+  EXPECT_FALSE(first.duplicate);
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(client.insert(unique_job("client")), first.id);
+  EXPECT_EQ(jobs_in("client"), 1);
 }
 
 TEST_F(UniqueTest, CliPrintsTheExistingIdAndSaysDuplicate) {
