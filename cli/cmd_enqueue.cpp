@@ -28,6 +28,8 @@ struct EnqueueArgs {
   std::optional<std::string> ordering_key;
   double delay_seconds = 0;
   long count = 1;
+  bool unique = false;
+  std::optional<long long> unique_period;
   bool quiet = false;
 };
 
@@ -74,6 +76,9 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
         fmt::format("--delay must be a number of seconds from 0 to {:.0f} (100 years); got {}",
                     max_delay, a.delay_seconds));
   }
+  if (a.unique && a.count != 1) {
+    throw InvalidArgument("--unique enqueues at most one job: leave out --count");
+  }
   InsertOpts opts;
   opts.queue = a.queue;
   opts.priority = a.priority;
@@ -84,6 +89,10 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
                       std::chrono::duration<double>(a.delay_seconds));
   }
+  if (a.unique) {
+    opts.unique.emplace();
+    if (a.unique_period) opts.unique->period = std::chrono::seconds(*a.unique_period);
+  }
   const NewJob job =
       NewJob::from_text(a.kind, a.args_file ? read_args_file(*a.args_file) : a.args, opts);
   // Everything that can be checked without the database is checked before connecting
@@ -92,6 +101,17 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   QueueStorage store(StorageOptions{ctx.schema});
 
   auto conn = Connection::connect(ctx.require_database_url());
+  if (a.unique) {
+    // The id on stdout either way (scripts read it); the duplicate note on stderr.
+    const auto r = store.insert_result(conn, job);
+    fmt::print("{}\n", r.id);
+    if (r.duplicate) {
+      std::fflush(stdout);
+      fmt::print(stderr, "duplicate: job {} (kind {}) is already there; nothing was enqueued\n",
+                 r.id, nlohmann::json(a.kind).dump());
+    }
+    return 0;
+  }
   std::vector<JobId> ids;
   ids.reserve(static_cast<std::size_t>(a.count));
   const std::size_t batch_rows = std::clamp<std::size_t>(
@@ -138,6 +158,13 @@ void add_enqueue(CLI::App& app, Context& ctx) {
   cmd->add_option("--delay", a->delay_seconds, "seconds until the job may run (up to 100 years)");
   cmd->add_option("--count,-n", a->count, "enqueue this many copies, 1..100000, in one transaction")
       ->capture_default_str();
+  auto* unique = cmd->add_flag(
+      "--unique", a->unique,
+      "a unique job: if an equal one (same kind, args and queue) has not ended yet, print its "
+      "id and enqueue nothing");
+  cmd->add_option("--unique-period", a->unique_period,
+                  "with --unique: equal only within the same period of this many seconds")
+      ->needs(unique);
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return enqueue(ctx, *a); }; });
 }
 

@@ -155,13 +155,7 @@ struct ShardClaims {
 
 // --- jobs --------------------------------------------------------------------------------
 
-// Where a job is now. Live: "scheduled" (deferred, not due or not promoted yet),
-// "retryable" (deferred after a failed or rescued attempt), "available" (ready, not
-// claimed), "running" (claimed, attempt open), "waiting" (attempt waiting for an external
-// callback). Finished: "completed", "failed", "cancelled", "dlq".
-inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available",
-                                             "running",   "waiting",   "completed",
-                                             "failed",    "cancelled", "dlq"};
+// Where a job is now: one of kJobStates (awa/job.hpp, which says what each means).
 
 // One job in a listing.
 struct JobSummary {

@@ -232,6 +232,8 @@ class Client {
 
   // Enqueue through the client's store and pool (self-committing).
   JobId insert(const NewJob& job);
+  // The same, also saying whether a unique job was a duplicate (QueueStorage::insert_result).
+  InsertResult insert_result(const NewJob& job);
   std::vector<JobId> insert_many(std::span<const NewJob> jobs);
 
   QueueStorage& storage();

@@ -9,6 +9,7 @@
 //   metadata: null or a JSON object, at most 64 KiB serialized, UTF-8, no \u0000.
 //   tags: at most 32, each at most 255 bytes of UTF-8 without NUL.
 //   run_at: at most 100 years from now.
+//   unique: states from kJobStates, at least one; period 1 s .. 100 years.
 #pragma once
 
 #include <chrono>
@@ -33,6 +34,35 @@ inline constexpr std::size_t kMaxTagBytes = 255;
 // How far ahead run_at may be: 100 years of 365.25 days.
 inline constexpr std::chrono::seconds kMaxScheduleAhead{3'155'760'000};
 
+// Where a job is now, as Admin and the SQL function job_states() name it. Live:
+// "scheduled" (deferred, not due or not promoted yet), "retryable" (deferred after a
+// failed or rescued attempt), "available" (ready, not claimed), "running" (claimed,
+// attempt open), "waiting" (attempt waiting for an external callback). Finished:
+// "completed", "failed", "cancelled", "dlq".
+inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available",
+                                             "running",   "waiting",   "completed",
+                                             "failed",    "cancelled", "dlq"};
+
+// Unique jobs (docs/scheduling.md, "Unique jobs"): while a job with the same unique key
+// is in one of `states`, inserting another returns the existing job's id (and says it was
+// a duplicate; InsertResult) instead of inserting. The key is the job's kind, plus its
+// args when by_args (compared as JSON values: key order and whitespace do not matter),
+// plus its queue when by_queue, plus the period bucket floor(epoch(run_at) / period) —
+// run_at defaulting to now — when a period is set. Never the enqueue shard: uniqueness
+// holds at any enqueue_shards. Race-free: concurrent inserters of one key serialise on
+// it, and exactly one inserts.
+struct UniqueOpts {
+  // Default: true.
+  bool by_args = true;
+  // Default: true.
+  bool by_queue = true;
+  // Unset (default): no period; unique for as long as the job stays in `states`.
+  std::optional<std::chrono::seconds> period;
+  // Names from kJobStates. "completed", "failed", "cancelled" or "dlq" keep the key taken
+  // after the job ended, for as long as its rows are retained. Default: not ended yet.
+  std::vector<std::string> states = {"scheduled", "retryable", "available", "running", "waiting"};
+};
+
 struct InsertOpts {
   // Default: "default".
   std::string queue = "default";
@@ -50,6 +80,15 @@ struct InsertOpts {
   // Free-form JSON kept with the job; null means none.
   nlohmann::json metadata;
   std::vector<std::string> tags;
+  // Set: a unique job (UniqueOpts). Default: unset, not unique.
+  std::optional<UniqueOpts> unique;
+};
+
+// What one insert did: the job's id, or, for a unique job that met an equal one in its
+// states, the existing job's id with duplicate = true (nothing was inserted).
+struct InsertResult {
+  JobId id = 0;
+  bool duplicate = false;
 };
 
 struct NewJob {

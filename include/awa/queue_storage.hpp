@@ -11,6 +11,15 @@
 // They validate every job first (InvalidArgument, nothing written) and return the job
 // ids in input order.
 //
+// Unique jobs (InsertOpts::unique) take a separate, simpler path: one insert_job_compat
+// statement each, which claims the job's unique key and enqueues only when no equal job
+// holds it. In a call with both kinds the unique jobs go first (before any lane lock of
+// the call is taken), then the others through the usual path; the ids stay in input
+// order, a duplicate's being the existing job's id. Lock order: a transaction that
+// inserts several unique jobs, or a unique job after other jobs, can deadlock with a
+// transaction doing the same in another order (PostgreSQL aborts one with 40P01: retry
+// the transaction); one unique job per transaction, first, cannot.
+//
 // Routing: within one call, rows without an ordering_key share one rotor pick per
 // (queue, priority), so a 500-row batch reserves one contiguous lane_seq range on one lane
 // and issues one INSERT; the rotor advances per pick so successive calls spread over the
@@ -48,7 +57,10 @@ class QueueStorage {
   QueueStorage(const QueueStorage&) = delete;
   QueueStorage& operator=(const QueueStorage&) = delete;
 
+  // The job's id (for a duplicate unique job, the existing job's id).
   JobId insert(Connection& conn, const NewJob& job);
+  // The same insert, also saying whether a unique job was a duplicate.
+  InsertResult insert_result(Connection& conn, const NewJob& job);
   // One multi-row INSERT per lane, all lanes in one pipelined round trip.
   std::vector<JobId> insert_many(Connection& conn, std::span<const NewJob> jobs);
   // The same routing and reservation, rows sent with COPY (the high-volume path).

@@ -5,12 +5,20 @@
 --   p_kind, p_queue DEFAULT 'default', p_args DEFAULT '{}', p_state DEFAULT 'available',
 --   p_priority DEFAULT 2, p_max_attempts DEFAULT 25, p_run_at, p_metadata, p_tags,
 --   p_unique_key, p_unique_states, p_ordering_key
--- with these differences:
+-- followed by awa-cpp's p_unique (below), with these differences:
 --   - p_state is text (AWA: its job_state enum): 'available' (a future p_run_at makes it
 --     'scheduled', as before) or 'scheduled' (deferred until p_run_at, or due now; the
 --     maintenance leader promotes it). AWA's other states ('running', 'completed', ...)
 --     are refused with SQLSTATE 0A000 (feature_not_supported), any other value with 22023.
---   - p_unique_key / p_unique_states: refused with 0A000 unless NULL (no unique jobs yet).
+--   - p_unique_key / p_unique_states (AWA's caller-computed key and state bitmask):
+--     refused with 0A000 unless NULL. Unique jobs take p_unique instead:
+--     {"by_args": bool, "by_queue": bool, "period": seconds, "states": [state, ...]},
+--     every field optional (unique_spec(), sql/functions/0025_unique.sql); the key is
+--     computed here from the kind, args, queue and period bucket of p_run_at (now when
+--     NULL), exactly as for the C++ producer, which calls this function for unique jobs.
+--     While an equal job is in one of the states, nothing is inserted and the row
+--     returned describes the existing job: its id, duplicate = true, its state, and the
+--     given kind, queue and args (the other columns NULL).
 --   - p_priority / p_max_attempts are integer (AWA: smallint; a smallint argument
 --     converts implicitly, and so does a plain integer literal).
 --   - an explicit NULL for kind, queue, args, state, priority or max_attempts is refused
@@ -19,8 +27,8 @@
 --     array).
 --   - it returns one row describing the job (id, kind, queue, args, state, priority,
 --     attempt, max_attempts, run_at, created_at, metadata, tags, ordering_key, and for an
---     available job its enqueue_shard and lane_seq), not AWA's jobs row type:
---     SELECT id FROM insert_job_compat(...).
+--     available job its enqueue_shard and lane_seq, and duplicate), not AWA's jobs row
+--     type: SELECT id FROM insert_job_compat(...).
 -- Every refusal happens before anything is written, and the statement's error rolls
 -- back the rest.
 --
@@ -32,12 +40,17 @@
 -- on different shards) must come in ascending (queue, priority) order with keys in
 -- ascending shard order — or use insert_jobs_compat(), which sorts the lanes itself.
 -- Otherwise two such transactions may deadlock, and PostgreSQL aborts one with 40P01.
+-- A unique call also holds its key's row lock to commit, before its lane lock: put
+-- unique calls first in the transaction, in a fixed order, or expect the same.
 
--- The signature before AWA's order ((p_kind, p_args, p_queue, ...) returning bigint):
--- dropped, since its defaults would make calls ambiguous between the two. This file is
--- re-applied on every change, so the DROP must name the old argument types exactly.
+-- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
+-- returning bigint), and the one before p_unique. Dropped, since their defaults would make
+-- calls ambiguous with this one (and a changed OUT list needs a DROP anyway). This file is
+-- re-applied on every change, so each DROP must name the old argument types exactly.
 DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
     text, jsonb, text, integer, integer, timestamptz, bytea, jsonb, text[]);
+DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
+    text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea);
 
 CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_kind text,
@@ -52,6 +65,7 @@ CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_unique_key bytea DEFAULT NULL,
     p_unique_states bit(8) DEFAULT NULL,
     p_ordering_key bytea DEFAULT NULL,
+    p_unique jsonb DEFAULT NULL,
     OUT id bigint,
     OUT kind text,
     OUT queue text,
@@ -66,7 +80,8 @@ CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     OUT tags text[],
     OUT ordering_key bytea,
     OUT enqueue_shard smallint,
-    OUT lane_seq bigint)
+    OUT lane_seq bigint,
+    OUT duplicate boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -79,9 +94,11 @@ DECLARE
     v_slot   smallint;
     v_run_at timestamptz;
     v_now    timestamptz := now();
+    v_spec   record;
+    v_claim  record;
 BEGIN
     IF p_unique_key IS NOT NULL OR p_unique_states IS NOT NULL THEN
-        RAISE EXCEPTION 'insert_job_compat: % is not supported yet (unique jobs are not implemented); pass NULL',
+        RAISE EXCEPTION 'insert_job_compat: % is not supported (AWA''s caller-computed unique key); pass NULL and use p_unique',
             CASE WHEN p_unique_key IS NOT NULL THEN 'p_unique_key' ELSE 'p_unique_states' END
             USING ERRCODE = '0A000';
     END IF;
@@ -94,7 +111,30 @@ BEGIN
     END IF;
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
+    IF p_unique IS NOT NULL THEN
+        SELECT * INTO v_spec FROM {schema}.unique_spec(p_unique);
+    END IF;
     v_id := nextval('{schema}.job_ids');
+    duplicate := false;
+
+    IF p_unique IS NOT NULL THEN
+        -- Before any lane lock: the key's row lock is the one concurrent inserters of an
+        -- equal job wait on.
+        SELECT c.job_id, c.duplicate, c.state INTO v_claim
+        FROM {schema}.claim_unique_key(
+            {schema}.unique_key(p_kind, p_queue, p_args, coalesce(p_run_at, v_now),
+                                v_spec.by_args, v_spec.by_queue, v_spec.period),
+            v_id, v_spec.states) c;
+        IF v_claim.duplicate THEN
+            id := v_claim.job_id;
+            duplicate := true;
+            state := v_claim.state;
+            kind := p_kind;
+            queue := p_queue;
+            args := p_args;
+            RETURN;
+        END IF;
+    END IF;
 
     id := v_id;
     kind := p_kind;

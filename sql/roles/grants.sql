@@ -9,7 +9,9 @@
 --   reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql), so it
 --   needs no privilege on the lane tables, sequences or partitions. The SQL producers
 --   (insert_job_compat, insert_jobs_compat) are SECURITY INVOKER and need the same plus
---   compat_rotor and the routing and validation functions they call. ready_entries grants
+--   compat_rotor and the routing and validation functions they call. Unique jobs go
+--   through insert_job_compat, whose key claim (claim_unique_key) is SECURITY DEFINER as
+--   well: the producer holds no privilege on unique_keys. ready_entries grants
 --   SELECT on (lane_seq, job_id) only, for INSERT ... RETURNING: a producer can see which
 --   job ids exist but not one column of any job's data (kind, args, metadata ...).
 --   Advisory locks and NOTIFY need no privilege.
@@ -72,7 +74,8 @@ BEGIN
           AND p.proname IN ('insert_job_compat', 'insert_jobs_compat', 'ensure_lane',
                             'reserve_lane_range', 'notify_channel', 'validate_job',
                             'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'shard_for_ordering_key',
-                            'ordering_key_hash')
+                            'ordering_key_hash', 'unique_spec', 'unique_key', 'claim_unique_key',
+                            'check_job_state')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {producer}', f.sig);
     END LOOP;

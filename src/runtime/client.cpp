@@ -324,6 +324,10 @@ void Client::start() { impl_->start(); }
 void Client::stop() { impl_->stop(); }
 
 JobId Client::insert(const NewJob& job) { return impl_->insert_many(std::span(&job, 1)).at(0); }
+InsertResult Client::insert_result(const NewJob& job) {
+  auto conn = impl_->pool_->acquire();
+  return storage::insert_results(*impl_->store_, *conn, std::span(&job, 1)).at(0);
+}
 std::vector<JobId> Client::insert_many(std::span<const NewJob> jobs) {
   return impl_->insert_many(jobs);
 }

@@ -36,6 +36,7 @@
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
 #include "storage/copy_rows.hpp"
+#include "storage/enqueue_unique.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/store_access.hpp"
 #include "storage/validate.hpp"
@@ -121,7 +122,10 @@ std::vector<JobId> parse_int_array(std::string_view text) {
 
 struct QueueStorage::Impl {
   explicit Impl(StorageOptions o)
-      : options(std::move(o)), quoted(sql::quote_schema(options.schema)), consumer(quoted) {
+      : options(std::move(o)),
+        quoted(sql::quote_schema(options.schema)),
+        consumer(quoted),
+        unique(quoted) {
     const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
     insert_lane = r("queries/enqueue/insert_lane.sql");
     reserve_lane = r("queries/enqueue/reserve_lane.sql");
@@ -441,9 +445,32 @@ struct QueueStorage::Impl {
     return ids;
   }
 
+  // Every entry point: calls with unique jobs split off (storage/enqueue_unique.hpp); the
+  // others go straight to the bulk path, unchanged.
+  std::vector<InsertResult> insert_results(pg::Connection& conn, std::span<const NewJob> jobs,
+                                           bool copy) {
+    const auto bulk = [&](std::span<const NewJob> plain) {
+      return copy ? insert_many_copy(conn, plain) : insert_many(conn, plain);
+    };
+    if (storage::any_unique(jobs)) return storage::insert_with_unique(conn, jobs, unique, bulk);
+    std::vector<InsertResult> out;
+    out.reserve(jobs.size());
+    for (const auto id : bulk(jobs)) out.push_back(InsertResult{id, false});
+    return out;
+  }
+  std::vector<JobId> insert_ids(pg::Connection& conn, std::span<const NewJob> jobs, bool copy) {
+    if (!storage::any_unique(jobs))
+      return copy ? insert_many_copy(conn, jobs) : insert_many(conn, jobs);
+    std::vector<JobId> ids;
+    ids.reserve(jobs.size());
+    for (const auto& r : insert_results(conn, jobs, copy)) ids.push_back(r.id);
+    return ids;
+  }
+
   StorageOptions options;
   std::string quoted;
   storage::Consumer consumer;
+  storage::UniqueInserter unique;
   // Why a self-committed enqueue notifies after its commit (INSERT: a second pipeline
   // segment; COPY: after the script's COMMIT), in the same round trip: NOTIFY inside the
   // enqueue transaction would serialise every enqueue commit in the cluster: PostgreSQL
@@ -467,13 +494,16 @@ QueueStorage::QueueStorage(StorageOptions options)
 QueueStorage::~QueueStorage() = default;
 
 JobId QueueStorage::insert(Connection& conn, const NewJob& job) {
-  return impl_->insert_many(pg::native(conn), std::span<const NewJob>(&job, 1)).front();
+  return impl_->insert_ids(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
+}
+InsertResult QueueStorage::insert_result(Connection& conn, const NewJob& job) {
+  return impl_->insert_results(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
 }
 std::vector<JobId> QueueStorage::insert_many(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_many(pg::native(conn), jobs);
+  return impl_->insert_ids(pg::native(conn), jobs, false);
 }
 std::vector<JobId> QueueStorage::insert_many_copy(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_many_copy(pg::native(conn), jobs);
+  return impl_->insert_ids(pg::native(conn), jobs, true);
 }
 int QueueStorage::enqueue_shards(Connection& conn, const std::string& queue) {
   return storage::enqueue_shards(*this, pg::native(conn), queue);
@@ -513,11 +543,15 @@ namespace storage {
 
 std::vector<JobId> insert_many(QueueStorage& store, pg::Connection& conn,
                                std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_many(conn, jobs);
+  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, false);
 }
 std::vector<JobId> insert_many_copy(QueueStorage& store, pg::Connection& conn,
                                     std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_many_copy(conn, jobs);
+  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, true);
+}
+std::vector<InsertResult> insert_results(QueueStorage& store, pg::Connection& conn,
+                                         std::span<const NewJob> jobs) {
+  return detail::StorageAccess::impl(store).insert_results(conn, jobs, false);
 }
 int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue) {
   validate_queue_name(queue);

@@ -17,6 +17,9 @@ std::vector<JobId> insert_many(QueueStorage& store, pg::Connection& conn,
                                std::span<const NewJob> jobs);
 std::vector<JobId> insert_many_copy(QueueStorage& store, pg::Connection& conn,
                                     std::span<const NewJob> jobs);
+// insert_many, also saying which unique jobs were duplicates.
+std::vector<InsertResult> insert_results(QueueStorage& store, pg::Connection& conn,
+                                         std::span<const NewJob> jobs);
 // The queue's enqueue_shards as the store sees it (cached after the first read).
 int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue);
 // claim, complete, heartbeat, release, rescue, promote_due on an internal connection.

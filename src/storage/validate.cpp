@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -132,6 +133,20 @@ void validate_job(const NewJob& job, std::size_t index) {
       fail(fmt::format("tag {} is {} bytes; the limit is {}", t, tag.size(), kMaxTagBytes));
     }
     if (const auto p = text_problem(tag); !p.empty()) fail(fmt::format("tag {} {}", t, p));
+  }
+  if (const auto& u = job.opts.unique) {
+    if (u->states.empty()) fail("unique.states is empty: name at least one job state");
+    for (const auto& state : u->states) {
+      if (std::find(std::begin(kJobStates), std::end(kJobStates), state) == std::end(kJobStates)) {
+        fail(fmt::format(
+            "unique.states: unknown job state \"{}\" (expected scheduled, retryable, available, "
+            "running, waiting, completed, failed, cancelled or dlq)",
+            printable(state)));
+      }
+    }
+    if (u->period && (u->period->count() < 1 || *u->period > kMaxScheduleAhead)) {
+      fail(fmt::format("unique.period {} s is outside 1 s .. 100 years", u->period->count()));
+    }
   }
   if (job.opts.run_at) {
     const auto now = std::chrono::system_clock::now();

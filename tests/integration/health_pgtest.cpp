@@ -21,7 +21,7 @@ namespace awa::testing {
 namespace {
 
 int newest_migration() { return schema::embedded_migrations().back().version; }
-// Versions need not be contiguous (0006 was added while 0005 was taken on another branch).
+// Versions need not be contiguous (branches number their migrations apart).
 int previous_migration() {
   const auto all = schema::embedded_migrations();
   return all.at(all.size() - 2).version;

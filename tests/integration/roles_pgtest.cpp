@@ -197,8 +197,18 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
                      "{\"kind\":\"b\",\"queue\":\"q2\",\"ordering_key\":\"x\"}]')")
                 .rows(),
             2);
-  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2; 3 deferred.
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 12);
+  // A unique job: the key claim (SECURITY DEFINER) needs no grant on unique_keys, and
+  // the producer learns the holder of an existing key.
+  auto once = on_queue("pu");
+  once.unique = UniqueOpts{};
+  const auto first = store.insert_result(as("producer"), NewJob("k", {}, once));
+  const auto again = store.insert_result(as("producer"), NewJob("k", {}, once));
+  EXPECT_FALSE(first.duplicate);
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM unique_keys"), kDenied);
+  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2, 1 on pu; 3 deferred.
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 13);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
 }
 
@@ -435,7 +445,9 @@ TEST_F(FunctionSettingsTest, EveryFunctionButInlinedSqlOnesHasAFixedSearchPath) 
                            rows.get<std::string>(r, 2) != "v" && !rows.get<bool>(r, 3) &&
                            config.empty();
     EXPECT_TRUE(pinned || inlinable) << name << ": " << config;
-    EXPECT_EQ(rows.get<bool>(r, 3), name == "ensure_lane" || name == "reserve_lane_range") << name;
+    EXPECT_EQ(rows.get<bool>(r, 3),
+              name == "ensure_lane" || name == "reserve_lane_range" || name == "claim_unique_key")
+        << name;
   }
   // Settings the function files declare survive.
   EXPECT_EQ(count(fmt::format("SELECT count(*) FROM pg_proc WHERE pronamespace = "

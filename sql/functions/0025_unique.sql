@@ -1,0 +1,139 @@
+-- Unique jobs (issue 14; docs/scheduling.md "Unique jobs"; include/awa/job.hpp UniqueOpts).
+--
+-- The C++ producer and insert_job_compat both go through insert_job_compat's p_unique, so
+-- the key is computed here, once, and the two agree by construction.
+
+-- The unique options, as insert_job_compat's p_unique takes them:
+--   {"by_args": bool, "by_queue": bool, "period": seconds, "states": [state, ...]}
+-- every field optional (defaults: true, true, no period, the states of a job that has not
+-- ended). Returns them checked and completed; anything else is refused with 22023.
+CREATE OR REPLACE FUNCTION {schema}.unique_spec(p_unique jsonb)
+RETURNS TABLE (by_args boolean, by_queue boolean, period bigint, states text[])
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_key    text;
+    v_period numeric;
+    v_states text[];
+BEGIN
+    IF jsonb_typeof(p_unique) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'unique options must be a JSON object {"by_args", "by_queue", "period", "states"}'
+            USING ERRCODE = '22023';
+    END IF;
+    FOR v_key IN SELECT jsonb_object_keys(p_unique) LOOP
+        IF v_key NOT IN ('by_args', 'by_queue', 'period', 'states') THEN
+            RAISE EXCEPTION 'unknown unique option "%" (expected by_args, by_queue, period, states)', v_key
+                USING ERRCODE = '22023';
+        END IF;
+    END LOOP;
+    IF jsonb_typeof(p_unique -> 'by_args') NOT IN ('boolean', 'null')
+       OR jsonb_typeof(p_unique -> 'by_queue') NOT IN ('boolean', 'null') THEN
+        RAISE EXCEPTION 'unique options by_args and by_queue must be true or false' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(p_unique -> 'period') NOT IN ('number', 'null') THEN
+        RAISE EXCEPTION 'unique option period must be a number of seconds' USING ERRCODE = '22023';
+    END IF;
+    v_period := (p_unique ->> 'period')::numeric;
+    IF v_period IS NOT NULL AND (v_period <> trunc(v_period) OR v_period < 1 OR v_period > 3155760000) THEN
+        RAISE EXCEPTION 'unique period % is not a whole number of seconds from 1 to 3155760000 (100 years)', v_period
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_unique ? 'states' AND jsonb_typeof(p_unique -> 'states') <> 'null' THEN
+        IF jsonb_typeof(p_unique -> 'states') <> 'array'
+           OR EXISTS (SELECT 1 FROM jsonb_array_elements(p_unique -> 'states') e
+                      WHERE jsonb_typeof(e.value) <> 'string') THEN
+            RAISE EXCEPTION 'unique option states must be an array of job states' USING ERRCODE = '22023';
+        END IF;
+        SELECT array_agg(DISTINCT e.value ORDER BY e.value) INTO v_states
+        FROM jsonb_array_elements_text(p_unique -> 'states') e;
+        IF v_states IS NULL THEN
+            RAISE EXCEPTION 'unique option states is empty: name at least one job state' USING ERRCODE = '22023';
+        END IF;
+        PERFORM {schema}.check_job_state(s) FROM unnest(v_states) s;
+    ELSE
+        v_states := ARRAY['available', 'retryable', 'running', 'scheduled', 'waiting'];
+    END IF;
+    RETURN QUERY SELECT coalesce((p_unique ->> 'by_args')::boolean, true),
+                        coalesce((p_unique ->> 'by_queue')::boolean, true),
+                        v_period::bigint, v_states;
+END
+$$;
+
+-- The unique key: sha256 of one canonical jsonb text holding the kind, plus the args when
+-- p_by_args, plus the queue when p_by_queue, plus the period and its bucket
+-- floor(epoch(p_at) / p_period) when a period is set. jsonb's text form is canonical
+-- (object keys sorted, no insignificant whitespace), so args that are equal JSON objects
+-- give equal keys however they were written; a part left out is an absent field, never a
+-- null, so {"args": null} and "not by args" differ. The period itself is part of the key,
+-- so bucket n of a 60 s period is not bucket n of a 120 s one. The enqueue shard is not:
+-- uniqueness holds across shards and across changes of enqueue_shards.
+CREATE OR REPLACE FUNCTION {schema}.unique_key(
+    p_kind text, p_queue text, p_args jsonb, p_at timestamptz, p_by_args boolean,
+    p_by_queue boolean, p_period bigint)
+RETURNS bytea
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT sha256(convert_to((
+        jsonb_build_object('kind', p_kind)
+        || CASE WHEN p_by_args THEN jsonb_build_object('args', p_args) ELSE '{}'::jsonb END
+        || CASE WHEN p_by_queue THEN jsonb_build_object('queue', p_queue) ELSE '{}'::jsonb END
+        || CASE WHEN p_period IS NOT NULL
+                THEN jsonb_build_object('period', p_period,
+                                        'bucket', floor(extract(epoch FROM p_at) / p_period)::bigint)
+                ELSE '{}'::jsonb END)::text, 'UTF8'))
+$$;
+
+-- Claims p_key for job p_job_id, or reports the job that holds it.
+--
+-- Race-free through the primary key: a second inserter of a key that an uncommitted
+-- transaction has just inserted waits (ON CONFLICT) for that transaction, then either
+-- inserts (it rolled back) or finds the row (it committed). An existing row is locked
+-- (FOR UPDATE), so inserters of one key serialise on it, and its holder's state is read
+-- in a statement that starts after the lock is granted — it sees the holder's commit.
+-- The holder still in one of the row's states: (holder, true, its state). Otherwise —
+-- the holder ended, was dead-lettered, or has no retained rows (pruned; such a job counts
+-- as gone) — the key is taken over: (p_job_id, false, NULL). This lazy release is why the
+-- completion path never touches unique_keys. A rollback of the claiming transaction
+-- undoes the claim (INSERT or takeover), so the key is free again.
+--
+-- SECURITY DEFINER (sql/security/function_settings.sql): the producer role may claim keys
+-- and learn a holder's id and state, without any privilege on unique_keys or on the
+-- tables job_states reads.
+CREATE OR REPLACE FUNCTION {schema}.claim_unique_key(p_key bytea, p_job_id bigint, p_states text[])
+RETURNS TABLE (job_id bigint, duplicate boolean, state text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    v_holder bigint;
+    v_states text[];
+    v_state  text;
+BEGIN
+    -- Bounded: a row can only vanish between the INSERT and the SELECT if someone deletes
+    -- it in between (an operator; nothing in awa deletes keys); each retry then inserts or
+    -- finds a row.
+    FOR i IN 1..10 LOOP
+        INSERT INTO {schema}.unique_keys AS u (key, job_id, states)
+        VALUES (p_key, p_job_id, p_states)
+        ON CONFLICT ON CONSTRAINT unique_keys_pkey DO NOTHING;
+        IF FOUND THEN
+            RETURN QUERY SELECT p_job_id, false, NULL::text;
+            RETURN;
+        END IF;
+        SELECT u.job_id, u.states INTO v_holder, v_states
+        FROM {schema}.unique_keys u WHERE u.key = p_key
+        FOR UPDATE;
+        IF FOUND THEN
+            SELECT s.state INTO v_state FROM {schema}.job_states(v_holder) s;
+            IF v_state = ANY (v_states) THEN
+                RETURN QUERY SELECT v_holder, true, v_state;
+                RETURN;
+            END IF;
+            UPDATE {schema}.unique_keys u
+            SET job_id = p_job_id, states = p_states, created_at = now()
+            WHERE u.key = p_key;
+            RETURN QUERY SELECT p_job_id, false, NULL::text;
+            RETURN;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'claim_unique_key: the key kept vanishing; retry the transaction'
+        USING ERRCODE = '40001';
+END
+$$;

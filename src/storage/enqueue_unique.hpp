@@ -1,0 +1,44 @@
+// The insert path of unique jobs (InsertOpts::unique; docs/scheduling.md "Unique jobs").
+//
+// One statement per job: insert_job_compat with p_unique, which computes the unique key,
+// claims it (claim_unique_key: concurrent inserters of one key serialise on its row) and
+// enqueues through the SQL producer only when no equal job holds the key. The key is
+// computed in SQL only, so the C++ producer and SQL callers of insert_job_compat agree by
+// construction. Kept apart from the pipelined bulk path, which unique jobs never enter.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "awa/job.hpp"
+#include "pg/connection.hpp"
+
+namespace awa::storage {
+
+// The unique options as insert_job_compat's p_unique takes them.
+std::string unique_json(const UniqueOpts& unique);
+
+class UniqueInserter {
+ public:
+  explicit UniqueInserter(const std::string& quoted_schema);
+  // REQUIRES: job.opts.unique is set and job passed validate_job. Runs in the caller's
+  // transaction, or as one self-committing statement.
+  InsertResult insert(pg::Connection& conn, const NewJob& job) const;
+
+ private:
+  std::string sql_;
+};
+
+bool any_unique(std::span<const NewJob> jobs);
+
+// A call with unique jobs: validates every job (InvalidArgument, nothing written), inserts
+// the unique ones first, one by one in input order — before `bulk` takes any lane lock —
+// then the others with one call of `bulk`, all in one transaction (the caller's, or one
+// of its own). Results in input order.
+std::vector<InsertResult> insert_with_unique(
+    pg::Connection& conn, std::span<const NewJob> jobs, const UniqueInserter& unique,
+    const std::function<std::vector<JobId>(std::span<const NewJob>)>& bulk);
+
+}  // namespace awa::storage
