@@ -350,11 +350,11 @@ class Admin {
                              std::chrono::milliseconds aging) const;
 
   // --- rates (awa serve's charts) ---------------------------------------------------------
-  // Both read only what the rings still retain: minutes older than the last prune of the
-  // claim ring (completions, claims) or the queue ring (failures) count what survived it.
-  // The window is `window` whole minutes ending with the current one, fixed by one
-  // statement's now(). InvalidArgument for a window outside 1..1440 minutes or an invalid
-  // queue name.
+  // Both are exact across ring rotations and prunes: what the rings still hold plus what
+  // prune folded into per-minute rollups (kept two days) in the transaction that removed
+  // it, read in one statement. The window is `window` whole minutes ending with the
+  // current one, fixed by that statement's now(). InvalidArgument for a window outside
+  // 1..1440 minutes or an invalid queue name.
   //
   // Completed and failed job ends per queue per minute (one queue only when `queue` is
   // set; a valid name never used gives no series). Retried, snoozed, rescued and

@@ -17,7 +17,8 @@
 -- into the current slot under the same locks, in the same transaction as the TRUNCATE,
 -- so a paused queue or a long-running attempt never pins the ring. Failed terminal rows
 -- younger than p_failed_retention are always carried with their ready rows. Terminal
--- counts of what is removed are added to terminal_rollups first.
+-- counts of what is removed are added to terminal_rollups first, and its job ends and
+-- claims per lane and minute to minute_rollups (the dashboard's rates).
 
 CREATE OR REPLACE FUNCTION {schema}.ring_parents(p_ring text)
 RETURNS text[]
@@ -309,6 +310,32 @@ BEGIN
 END
 $$;
 
+-- The oldest minute minute_rollups keeps: two days back, a day beyond the widest rate
+-- window (kMaxRateWindowMinutes), so a window never reaches a minute trimmed away.
+-- Prune adds nothing older (a failed job carried for its retention can end up older).
+CREATE OR REPLACE FUNCTION {schema}.minute_rollups_from()
+RETURNS timestamptz
+LANGUAGE sql STABLE AS $$
+    SELECT date_trunc('minute', now()) - interval '2 days'
+$$;
+
+-- Deletes minute_rollups rows older than that, called by each prune after its upsert:
+-- through the minute index and at most 10,000 rows a call (a prune every few seconds
+-- keeps up with any rate at which prunes add rows). SKIP LOCKED: a row another prune's
+-- upsert holds is left for a later call, so this delete never waits and the only waits
+-- on the table are the upserts', which take their rows in key order (no deadlock).
+CREATE OR REPLACE FUNCTION {schema}.minute_rollups_trim()
+RETURNS void
+LANGUAGE sql AS $$
+    DELETE FROM {schema}.minute_rollups r
+    WHERE r.minute < {schema}.minute_rollups_from()
+      AND r.ctid = ANY (ARRAY(SELECT o.ctid FROM {schema}.minute_rollups o
+                            WHERE o.minute < {schema}.minute_rollups_from()
+                            ORDER BY o.minute
+                            LIMIT 10000
+                            FOR UPDATE SKIP LOCKED))
+$$;
+
 -- Queue-ring carry and count fold, under prune's locks. Returns the rows carried.
 CREATE OR REPLACE FUNCTION {schema}.prune_carry_queue(
     p_slot smallint, p_into smallint, p_carry boolean, p_failed_retention interval)
@@ -350,6 +377,26 @@ BEGIN
     GROUP BY d.queue, d.state
     ORDER BY d.queue, d.state
     ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+
+    -- Their job ends per lane and minute, for the rates (Admin::throughput): the same rows
+    -- as above (this runs before the live work joins awa_prune_keep; ready rows carried
+    -- for it have no done row that stays), dead letters included. 'completed' rows predate
+    -- migration 0002; a success now leaves only its claim closure (prune_carry_claims).
+    INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
+    SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
+           count(*) FILTER (WHERE d.state = 'completed'),
+           count(*) FILTER (WHERE d.state <> 'completed')
+    FROM {schema}.done_entries d
+    WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
+      AND d.finished_at >= {schema}.minute_rollups_from()
+      AND NOT EXISTS (SELECT 1 FROM awa_prune_keep k
+                      WHERE k.queue = d.queue AND k.priority = d.priority
+                        AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
+    GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+    ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+    ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+        SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
+    PERFORM {schema}.minute_rollups_trim();
 
     IF p_carry THEN
         -- Live work: rows not claimed yet (tombstoned ones are dropped with their
@@ -422,6 +469,29 @@ BEGIN
     GROUP BY b.queue
     ORDER BY b.queue
     ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+
+    -- The same batches' claims (minute of claimed_at) and successes (minute of closed_at)
+    -- per lane, for the rates (Admin::shard_claims, Admin::throughput). One statement, so
+    -- its row locks are taken in key order like every other writer's.
+    INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, claims)
+    SELECT e.queue, e.priority, e.enqueue_shard, e.minute, sum(e.completed), sum(e.claims)
+    FROM (
+        SELECT b.queue, b.priority, b.enqueue_shard, date_trunc('minute', b.claimed_at) AS minute,
+               0::bigint AS completed, b.n_items::bigint AS claims
+        FROM {schema}.claim_batches b
+        WHERE b.claim_slot = p_slot AND b.batch_id <> ALL (v_open)
+        UNION ALL
+        SELECT b.queue, b.priority, b.enqueue_shard, date_trunc('minute', c.closed_at),
+               c.n_closed::bigint, 0::bigint
+        FROM {schema}.claim_closures c
+        JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
+        WHERE c.claim_slot = p_slot AND c.outcome = 'completed' AND b.batch_id <> ALL (v_open)) e
+    WHERE e.minute >= {schema}.minute_rollups_from()
+    GROUP BY e.queue, e.minute, e.priority, e.enqueue_shard
+    ORDER BY e.queue, e.minute, e.priority, e.enqueue_shard
+    ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+        SET completed = t.completed + EXCLUDED.completed, claims = t.claims + EXCLUDED.claims;
+    PERFORM {schema}.minute_rollups_trim();
 
     WITH kept AS (
         INSERT INTO {schema}.claim_batches

@@ -3,7 +3,9 @@
 // are then moved to known minutes, in the same transaction as the Admin call, so both see
 // one now() and every bucket is exact whatever the clock does meanwhile.
 #include <chrono>
+#include <map>
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -245,6 +247,243 @@ TEST_F(AdminRatesTest, WindowScansCanUseTheTimeIndexes) {
   const auto s = plan("queries/admin/shard_claims.sql", pg::make_params("s", 15));
   EXPECT_NE(s.find("claimed_at_idx"), std::string::npos) << s;
   EXPECT_EQ(s.find("Seq Scan"), std::string::npos) << s;
+}
+
+// --- exact across prunes -----------------------------------------------------------------
+
+// Rates keyed by absolute minute (minutes since the epoch), non-zero minutes only, so two
+// reads compare equal whatever minute boundary passed between them.
+using ByMinute = std::map<std::int64_t, std::int64_t>;
+struct Rates {
+  std::map<std::string, ByMinute> completed;  // by queue
+  std::map<std::string, ByMinute> failed;     // by queue
+  std::map<std::string, ByMinute> claims;     // by "queue priority/shard"
+  bool operator==(const Rates&) const = default;
+};
+void PrintTo(const Rates& r, std::ostream* os) {
+  const auto print = [os](const char* what, const std::map<std::string, ByMinute>& m) {
+    *os << what << " {";
+    for (const auto& [key, by] : m) {
+      *os << " " << key << ":";
+      for (const auto& [minute, n] : by) *os << " " << minute << "=" << n;
+      *os << ";";
+    }
+    *os << " } ";
+  };
+  print("completed", r.completed);
+  print("failed", r.failed);
+  print("claims", r.claims);
+}
+
+class AdminRatesPruneTest : public AdminRatesTest {
+ protected:
+  void SetUpSchema() override {
+    AdminRatesTest::SetUpSchema();
+    anchor_ = conn().exec("SELECT date_trunc('minute', now())::text").get<std::string>(0, 0);
+    anchor_minute_ = epoch_minute(anchor_);
+  }
+
+  std::int64_t epoch_minute(const std::string& at) {
+    return count("SELECT (extract(epoch FROM '" + at + "'::timestamptz) / 60)::bigint");
+  }
+  // `offset` minutes from the anchor (the minute the test began) plus `seconds`, as SQL.
+  std::string at(int offset, int seconds = 0) const {
+    return "'" + anchor_ + "'::timestamptz + make_interval(mins => " + std::to_string(offset) +
+           ", secs => " + std::to_string(seconds) + ")";
+  }
+  std::int64_t m(int offset) const { return anchor_minute_ + offset; }
+
+  // Committed moves of end and claim times (prune runs in its own transactions, as the
+  // leader's does).
+  void set_ended(JobId job, const std::string& when) {
+    const auto r = conn().exec("UPDATE done_entries SET finished_at = " + when +
+                               " WHERE job_id = " + std::to_string(job));
+    ASSERT_EQ(r.affected_rows(), 1) << "job " << job;
+  }
+  void set_completed(std::int64_t batch, const std::string& when) {
+    const auto r =
+        conn().exec("UPDATE claim_closures SET closed_at = " + when +
+                    " WHERE outcome = 'completed' AND batch_id = " + std::to_string(batch));
+    ASSERT_EQ(r.affected_rows(), 1) << "batch " << batch;
+  }
+  void set_claimed(std::int64_t batch, const std::string& when) {
+    const auto r = conn().exec("UPDATE claim_batches SET claimed_at = " + when +
+                               " WHERE batch_id = " + std::to_string(batch));
+    ASSERT_EQ(r.affected_rows(), 1) << "batch " << batch;
+  }
+
+  // Completes `entries` in one flush: one closure row per batch.
+  void complete_all(const std::vector<ClaimedEntry>& entries) {
+    std::vector<Completion> flush;
+    for (const auto& e : entries) flush.push_back(Completion::of(e, Outcome::kCompleted));
+    for (const auto& r : storage::consumer(*store_).complete(conn(), flush)) {
+      ASSERT_EQ(r.state.value_or("stale"), "completed");
+    }
+  }
+
+  // Both rates over the last hour, as the Admin API answers them on its own connection.
+  Rates rates(std::initializer_list<const char*> claim_queues) {
+    Rates out;
+    const Throughput t = admin().throughput(ac(), minutes(60));
+    const std::int64_t first = epoch_minute(t.start);
+    for (const auto& q : t.queues) {
+      for (std::size_t i = 0; i < q.completed.size(); ++i) {
+        const auto minute = first + static_cast<std::int64_t>(i);
+        if (q.completed[i] != 0) out.completed[q.queue][minute] = q.completed[i];
+        if (q.failed[i] != 0) out.failed[q.queue][minute] = q.failed[i];
+      }
+    }
+    for (const char* queue : claim_queues) {
+      const ShardClaims c = admin().shard_claims(ac(), queue, minutes(60));
+      const std::int64_t start = epoch_minute(c.start);
+      for (const auto& lane : c.lanes) {
+        const auto key = std::string(queue) + " " + std::to_string(lane.priority) + "/" +
+                         std::to_string(lane.enqueue_shard);
+        for (std::size_t i = 0; i < lane.claims.size(); ++i) {
+          if (lane.claims[i] != 0) {
+            out.claims[key][start + static_cast<std::int64_t>(i)] = lane.claims[i];
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  RingAction rotate(const std::string& ring) { return admin().rotate(ac(), ring); }
+  RingAction prune(const std::string& ring, bool carry, std::chrono::seconds retention) {
+    return admin().prune(ac(), ring, carry, retention);
+  }
+
+  std::string anchor_;
+  std::int64_t anchor_minute_ = 0;
+};
+
+TEST_F(AdminRatesPruneTest, RatesAreUnchangedByRotateAndPruneOfTheRings) {
+  // Guards the minute_rollups fold of prune_carry_queue / prune_carry_claims and its use
+  // by throughput.sql and shard_claims.sql: job ends and claims per lane and minute read
+  // the same, exactly, before any prune, after a prune that carries live work and failed
+  // jobs in their retention, and after the prune that finally removes them (carried rows
+  // counted once), when every count comes from the rollups alone.
+  admin().set_enqueue_shards(ac(), "s", 2);
+  const auto c1 = run("a", Outcome::kCompleted, "completed");
+  const auto c2 = run("a", Outcome::kCompleted, "completed");
+  const auto f1 = run("a", Outcome::kFail, "failed");
+  const auto fc = run("a", Outcome::kRetry, "failed", 1);
+  set_dlq("a", true);
+  const auto d1 = run("a", Outcome::kFail, "dlq");
+  set_dlq("a", false);
+  const auto retried = run("a", Outcome::kRetry, "retried");  // not a job end
+  // Three jobs of "a" in one claim batch, completed in one flush.
+  for (int i = 0; i < 3; ++i) enqueue("a");
+  const auto three = claim("a", 3);
+  ASSERT_EQ(three.size(), 3U);
+  ASSERT_EQ(three[0].claim_batch, three[2].claim_batch);
+  complete_all(three);
+  // Queue "s": lane (2, 0) two jobs in one batch; lane (2, 1) one job left running, so
+  // the first prunes must carry its ready row and its claim batch.
+  for (int i = 0; i < 2; ++i) enqueue(opts("s", 2, key_on_shard(2, 0)));
+  const auto s0 = claim("s", 2);
+  ASSERT_EQ(s0.size(), 2U);
+  ASSERT_EQ(s0[0].claim_batch, s0[1].claim_batch);
+  complete_all(s0);
+  const JobId running_id = enqueue(opts("s", 2, key_on_shard(2, 1)));
+  const auto running = claim_one("s", running_id);
+
+  for (const auto* e : {&c1, &c2, &f1, &fc, &d1, &retried}) set_claimed(e->claim_batch, at(-8));
+  set_completed(c1.claim_batch, at(-5, 10));
+  set_completed(c2.claim_batch, at(-5, 50));
+  set_ended(f1.job_id, at(-7, 20));
+  set_ended(d1.job_id, at(-7));
+  set_ended(fc.job_id, at(-4, 59));
+  set_ended(retried.job_id, at(-4));
+  set_claimed(three[0].claim_batch, at(-3));
+  set_completed(three[0].claim_batch, at(-3, 30));
+  set_claimed(s0[0].claim_batch, at(-6));
+  set_completed(s0[0].claim_batch, at(-6, 1));
+  set_claimed(running.claim_batch, at(-9));
+
+  Rates want;
+  want.completed["a"] = {{m(-5), 2}, {m(-3), 3}};
+  want.completed["s"] = {{m(-6), 2}};
+  want.failed["a"] = {{m(-7), 2}, {m(-4), 1}};
+  want.claims["a 2/0"] = {{m(-8), 6}, {m(-3), 3}};
+  want.claims["s 2/0"] = {{m(-6), 2}};
+  want.claims["s 2/1"] = {{m(-9), 1}};
+  ASSERT_EQ(rates({"a", "s"}), want) << "before any prune";
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups"), 0);
+
+  // Round 1: the running attempt pins both rings (carried), the failed jobs are inside
+  // their retention (carried with their ready rows); everything else leaves for good.
+  for (const char* ring : {"queue", "claim"}) ASSERT_TRUE(rotate(ring).done) << ring;
+  const auto q1 = prune("queue", true, std::chrono::hours(72));
+  ASSERT_TRUE(q1.done) << q1.reason;
+  EXPECT_GT(q1.rows_carried, 0);
+  EXPECT_GT(q1.rows_removed, 0);
+  const auto k1 = prune("claim", true, std::chrono::hours(72));
+  ASSERT_TRUE(k1.done) << k1.reason;
+  EXPECT_EQ(k1.rows_carried, 1);  // the running job's batch, no closure yet
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'failed'"), 2);
+  EXPECT_GT(count("SELECT count(*) FROM minute_rollups"), 0);
+  EXPECT_EQ(rates({"a", "s"}), want) << "after the carrying prune";
+
+  // The carried attempt completes in a later minute; its batch is still in the ring.
+  ASSERT_EQ(finish(running, Outcome::kCompleted), "completed");
+  set_completed(running.claim_batch, at(-2));
+  want.completed["s"][m(-2)] = 1;
+  EXPECT_EQ(rates({"a", "s"}), want) << "after the carried attempt completed";
+
+  // Round 2: nothing is live and failed retention is zero, so the carried rows leave now.
+  for (const char* ring : {"queue", "claim"}) ASSERT_TRUE(rotate(ring).done) << ring;
+  const auto q2 = prune("queue", true, std::chrono::seconds(0));
+  ASSERT_TRUE(q2.done) << q2.reason;
+  EXPECT_EQ(q2.rows_carried, 0);
+  const auto k2 = prune("claim", false, std::chrono::seconds(0));
+  ASSERT_TRUE(k2.done) << k2.reason;
+  for (const char* table : {"done_entries", "claim_batches", "claim_closures"}) {
+    EXPECT_EQ(count(std::string("SELECT count(*) FROM ") + table), 0) << table;
+  }
+  EXPECT_EQ(rates({"a", "s"}), want) << "from the rollups alone";
+  EXPECT_EQ(count("SELECT sum(completed) FROM minute_rollups"), 8);
+  EXPECT_EQ(count("SELECT sum(failed) FROM minute_rollups"), 3);
+  EXPECT_EQ(count("SELECT sum(claims) FROM minute_rollups"), 12);
+}
+
+TEST_F(AdminRatesPruneTest, PruneDeletesRollupsOlderThanTwoDaysAndAddsNoneThatOld) {
+  // Guards minute_rollups_trim and the horizon of the fold: a rollup row from before the
+  // two-day horizon is deleted by the next prune of either ring, one inside it stays, and
+  // an end older than the horizon (a failed job carried for a 72-hour retention) leaves
+  // without a rollup row.
+  conn().exec(
+      "INSERT INTO minute_rollups (queue, priority, enqueue_shard, minute, completed, claims) "
+      "VALUES ('old', 2, 0, date_trunc('minute', now()) - interval '2 days 1 minute', 5, 5), "
+      "('old', 2, 1, date_trunc('minute', now()) - interval '2 days 2 minutes', 0, 1), "
+      "('kept', 2, 0, date_trunc('minute', now()) - interval '2 days' + interval '30 minutes', "
+      "7, 7)");
+  const auto f = run("x", Outcome::kFail, "failed");
+  conn().exec(
+      "UPDATE done_entries SET finished_at = now() - interval '2 days 1 hour' "
+      "WHERE job_id = " +
+      std::to_string(f.job_id));
+
+  ASSERT_TRUE(rotate("queue").done);
+  const auto q = prune("queue", false, std::chrono::seconds(0));
+  ASSERT_TRUE(q.done) << q.reason;
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'old'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'x'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'kept' AND completed = 7"), 1);
+
+  // The claim ring's prune trims too.
+  conn().exec(
+      "INSERT INTO minute_rollups (queue, priority, enqueue_shard, minute, claims) "
+      "VALUES ('old', 2, 0, date_trunc('minute', now()) - interval '3 days', 1)");
+  ASSERT_TRUE(rotate("claim").done);
+  const auto c = prune("claim", false, std::chrono::seconds(0));
+  ASSERT_TRUE(c.done) << c.reason;
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'old'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'kept'"), 1);
+  // The job's claim (a minute ago at most) is inside the horizon: folded.
+  EXPECT_EQ(count("SELECT coalesce(sum(claims), 0) FROM minute_rollups WHERE queue = 'x'"), 1);
 }
 
 }  // namespace

@@ -273,6 +273,11 @@ TEST_F(RolesTest, WorkerClaimsHeartbeatsCompletesAndMaintains) {
   const Admin admin(schema_);
   EXPECT_NO_THROW(admin.rotate(as("worker"), "queue"));
   EXPECT_NO_THROW(admin.prune(as("worker"), "claim", true));
+  // A prune that removes closed batches writes their rates to minute_rollups.
+  EXPECT_TRUE(admin.rotate(as("worker"), "claim").done);
+  EXPECT_TRUE(admin.prune(as("worker"), "claim", false).done);
+  EXPECT_EQ(count("SELECT count(*) FROM claim_batches"), 0);
+  EXPECT_EQ(count("SELECT sum(claims) FROM minute_rollups WHERE queue = 'w'"), 2);
   EXPECT_NO_THROW(admin.purge_dlq(as("worker"), milliseconds(0)));
   EXPECT_NO_THROW(admin.storage_status(as("worker")));
   EXPECT_EQ(admin.queue_counts(as("worker"), "w").completed, 1);
@@ -303,6 +308,9 @@ TEST_F(RolesTest, AdminOperatesQueuesAndStorage) {
   const auto id = count("SELECT max(job_id) FROM ready_entries");
   EXPECT_EQ(admin.cancel_job(as("admin"), id), "available");
   EXPECT_NO_THROW(admin.rotate(as("admin"), "lease"));
+  // The rates read the rings and minute_rollups.
+  EXPECT_TRUE(admin.throughput(as("admin"), std::chrono::minutes(60)).queues.empty());
+  EXPECT_TRUE(admin.shard_claims(as("admin"), "a", std::chrono::minutes(60)).lanes.empty());
   EXPECT_EQ(denied_sql("admin", "DROP TABLE queue_meta"), kDenied);
   EXPECT_EQ(denied_sql("admin", "DROP FUNCTION claim_ready_runtime"), kDenied);
   EXPECT_EQ(denied_sql("admin", "CREATE TABLE x (a int)"), kDenied);

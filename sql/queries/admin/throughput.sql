@@ -8,9 +8,13 @@
 --              state 'completed' predate migration 0002 and count too.
 --   failed     the done_entries row of an attempt that ended the job: 'failed' or 'dlq'.
 --              Retried, snoozed, rescued and cancelled attempts are not job ends.
--- Both scans are range scans on the time column (BRIN, migration 0005), bounded above too
--- so a long-running caller transaction, whose now() lags, never gets an out-of-range
--- bucket. Only what the rings retain is counted: prune removes older history.
+-- History that prune removed for good is counted from minute_rollups (migration 0005),
+-- which prune fills in the same transaction as its TRUNCATE: each end is in exactly one
+-- of the three sources at any snapshot, and this is one statement, so the counts are
+-- exact across prunes (rollup rows that hold only claims are not ends).
+-- Every scan is a range scan on the time column (BRIN for the ring tables, the rollups'
+-- B-tree), bounded above too so a long-running caller transaction, whose now() lags,
+-- never gets an out-of-range bucket.
 WITH w AS (
     SELECT date_trunc('minute', now()) - make_interval(mins => $1::int - 1) AS start,
            date_trunc('minute', now()) + interval '1 minute' AS stop),
@@ -25,7 +29,12 @@ ends AS (
            (d.state <> 'completed')::int::bigint
     FROM {schema}.done_entries d
     WHERE d.finished_at >= (SELECT start FROM w) AND d.finished_at < (SELECT stop FROM w)
-      AND d.state IN ('completed', 'failed', 'dlq') AND ($2::text IS NULL OR d.queue = $2::text)),
+      AND d.state IN ('completed', 'failed', 'dlq') AND ($2::text IS NULL OR d.queue = $2::text)
+    UNION ALL
+    SELECT r.queue, r.minute, r.completed, r.failed
+    FROM {schema}.minute_rollups r
+    WHERE r.minute >= (SELECT start FROM w) AND r.minute < (SELECT stop FROM w)
+      AND (r.completed > 0 OR r.failed > 0) AND ($2::text IS NULL OR r.queue = $2::text)),
 per_minute AS (
     SELECT e.queue, date_trunc('minute', e.at) AS minute, sum(e.completed)::bigint AS completed,
            sum(e.failed)::bigint AS failed
