@@ -121,6 +121,20 @@ window.awa = window.awa || {};
     return s ? path + '?' + s : path;
   };
 
+  // The queue filter of the jobs and DLQ pages: "any queue" and the URL's queue at once,
+  // every other queue when /api/queues has answered (fillQueues).
+  awa.queueSelect = function (current) {
+    const select = h('select', { name: 'queue' }, h('option', { value: '' }, 'any queue'));
+    if (current) select.append(h('option', { value: current, selected: true }, current));
+    return select;
+  };
+  awa.fillQueues = function (queues, current) {
+    const select = document.querySelector('#filters select[name=queue]');
+    for (const x of queues) {
+      if (x.queue !== current) select.append(h('option', { value: x.queue }, x.queue));
+    }
+  };
+
   // A button for a state-changing action; none in read-only mode. `run` returns the
   // notice text; the page refreshes right after.
   awa.action = function (id, label, run, cls) {

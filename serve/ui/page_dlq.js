@@ -8,8 +8,7 @@
   const LIMIT = 200;
 
   function filters(q) {
-    const queueSelect = h('select', { name: 'queue' }, h('option', { value: '' }, 'any queue'));
-    if (q.queue) queueSelect.append(h('option', { value: q.queue, selected: true }, q.queue));
+    const queueSelect = awa.queueSelect(q.queue);
     return h('form', {
       id: 'filters', class: 'filters',
       onsubmit: (ev) => {
@@ -76,10 +75,7 @@
       if (!this.queuesFilled) calls.push(awa.api('/api/queues'));
       const [entries, queues] = await Promise.all(calls);
       if (queues) {
-        const select = document.querySelector('#filters select[name=queue]');
-        for (const x of queues) {
-          if (x.queue !== q.queue) select.append(h('option', { value: x.queue }, x.queue));
-        }
+        awa.fillQueues(queues, q.queue);
         this.queuesFilled = true;
       }
       this.selection.keep(entries.map((e) => e.id));

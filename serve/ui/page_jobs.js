@@ -10,8 +10,7 @@
   function filters(q) {
     const stateSelect = h('select', { name: 'state' }, h('option', { value: '' }, 'any state'),
       awa.JOB_STATES.map((s) => h('option', { value: s, selected: q.state === s }, s)));
-    const queueSelect = h('select', { name: 'queue' }, h('option', { value: '' }, 'any queue'));
-    if (q.queue) queueSelect.append(h('option', { value: q.queue, selected: true }, q.queue));
+    const queueSelect = awa.queueSelect(q.queue);
     return h('form', {
       id: 'filters', class: 'filters',
       onsubmit: (ev) => {
@@ -69,10 +68,7 @@
       if (!this.queuesFilled) calls.push(awa.api('/api/queues'));
       const [page, queues] = await Promise.all(calls);
       if (queues) {
-        const select = document.querySelector('#filters select[name=queue]');
-        for (const x of queues) {
-          if (x.queue !== q.queue) select.append(h('option', { value: x.queue }, x.queue));
-        }
+        awa.fillQueues(queues, q.queue);
         this.queuesFilled = true;
       }
       this.selection.keep(page.jobs.map((j) => j.id));

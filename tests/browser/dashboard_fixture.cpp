@@ -1,6 +1,7 @@
 #include "dashboard_fixture.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <regex>
 #include <thread>
@@ -71,9 +72,11 @@ bool Row::has_class(const std::string& c) const {
   return false;
 }
 
-ServeProcess::ServeProcess(const std::string& schema, bool read_only, const std::string& log) {
+ServeProcess::ServeProcess(const std::string& schema, bool read_only, const std::string& log,
+                           const std::vector<std::string>& extra) {
   std::vector<std::string> argv{AWA_CLI_PATH, "--schema", schema, "serve", "--addr", "127.0.0.1:0"};
   if (read_only) argv.emplace_back("--read-only");
+  argv.insert(argv.end(), extra.begin(), extra.end());
   // DATABASE_URL comes from the test's environment.
   process_ = std::make_unique<browser::ChildProcess>(argv, log);
   const std::string port = process_->wait_for_log(
@@ -120,13 +123,14 @@ void DashboardTest::TearDown() {
       ADD_FAILURE() << "leaving the page: " << e.what();
     }
   }
-  for (auto* s : {serve_.get(), read_only_.get()}) {
+  for (auto* s : {serve_.get(), read_only_.get(), token_.get()}) {
     if (s == nullptr) continue;
     s->stop();
     if (HasFailure()) std::cerr << "--- awa serve output:\n" << s->log() << "\n";
   }
   serve_.reset();
   read_only_.reset();
+  token_.reset();
   JobAdminTest::TearDown();
 }
 
@@ -135,6 +139,17 @@ ServeProcess& DashboardTest::read_only_serve() {
     read_only_ =
         std::make_unique<ServeProcess>(schema_, true, log_path("serve-read-only-" + test_name()));
   return *read_only_;
+}
+
+ServeProcess& DashboardTest::token_serve(const std::string& token) {
+  if (!token_) {
+    const auto file = output_dir() / "logs" / ("token-" + test_name());
+    std::ofstream(file) << token << "\n";
+    token_ =
+        std::make_unique<ServeProcess>(schema_, false, log_path("serve-token-" + test_name()),
+                                       std::vector<std::string>{"--token-file", file.string()});
+  }
+  return *token_;
 }
 
 void DashboardTest::seed() {

@@ -32,7 +32,9 @@ namespace awa::testing {
 // An `awa serve` child process on 127.0.0.1 and a kernel-chosen port.
 class ServeProcess {
  public:
-  ServeProcess(const std::string& schema, bool read_only, const std::string& log_path);
+  // `extra`: more `awa serve` options, e.g. {"--token-file", path}.
+  ServeProcess(const std::string& schema, bool read_only, const std::string& log_path,
+               const std::vector<std::string>& extra = {});
   const std::string& base_url() const { return base_url_; }
   std::string log() const { return process_->log(); }
   // SIGTERM, then SIGKILL after 250 ms. The browser holds idle keep-alive connections,
@@ -90,6 +92,8 @@ class DashboardTest : public JobAdminTest {
   browser::WebDriver& web() { return *driver_; }
   ServeProcess& serve() { return *serve_; }
   ServeProcess& read_only_serve();
+  // A third server that requires `token` (written to a token file): bearer or login.
+  ServeProcess& token_serve(const std::string& token);
 
   // Loads `path` of `server` (default: the read-write one) and waits until #page says
   // data-page = `page` with at least one completed render.
@@ -129,6 +133,7 @@ class DashboardTest : public JobAdminTest {
   static inline browser::WebDriver* driver_ = nullptr;
   std::unique_ptr<ServeProcess> serve_;
   std::unique_ptr<ServeProcess> read_only_;
+  std::unique_ptr<ServeProcess> token_;
 };
 
 // A CSS attribute selector: [name="value"].

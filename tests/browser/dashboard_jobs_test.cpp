@@ -308,5 +308,44 @@ TEST_F(DashboardTest, ReadOnlyServerShowsNoActionAndRefusesAPost) {
   EXPECT_FALSE(admin().queue_summary(ac(), kOrders).settings.paused);
 }
 
+// With a token, a page opened without the session goes to /login; a wrong token is
+// refused on the form; the right one sets the HttpOnly session cookie (no script sees
+// it) and returns to the page asked for, which then shows the database's data.
+TEST_F(DashboardTest, LoginFormSetsAnHttpOnlySessionAndReturnsToThePage) {
+  const std::string token = "browser-test-token-0123456789";
+  auto& guarded = token_serve(token);
+  const std::string path = std::string("/queues/") + kOrders;
+  web().navigate(guarded.base_url() + path);
+  wait_for("the login page", [&] {
+    return web().current_url().find("/login?next=") != std::string::npos &&
+           exists("form#login input[name=token]");
+  });
+  const auto submit = [&](const std::string& text) {
+    const auto input = web().find("form#login input[name=token]");
+    web().clear(input);
+    web().send_keys(input, text);
+    web().click(web().find("form#login button[type=submit]"));
+  };
+  submit("not-the-token-at-all");
+  wait_for("the wrong token refused", [&] {
+    const auto e = text_of("#error");
+    return e && e->find("wrong token") != std::string::npos;
+  });
+  EXPECT_NE(web().current_url().find("/login"), std::string::npos);
+  submit(token);
+  wait_for("back on the queue page, rendered", [&] {
+    const auto p = web().execute("return document.getElementById('page').dataset.page");
+    return web().current_url() == guarded.base_url() + path && p == "queue" && loaded() >= 1;
+  });
+  EXPECT_EQ(text_of("#queue-name"), kOrders);
+  EXPECT_EQ(web().execute("return document.cookie"), "") << "the session cookie is HttpOnly";
+  // The first load's /api/info answered 401 (that is what sent the page to /login), and
+  // so did the wrong token.
+  finish_page("login", {"/api/info - Failed to load resource: the server responded with a "
+                        "status of 401",
+                        "/login - Failed to load resource: the server responded with a status "
+                        "of 401"});
+}
+
 }  // namespace
 }  // namespace awa::testing
