@@ -108,8 +108,14 @@ TEST_F(RingsTest, RuntimeWorkloadLeavesAppendOnlyTablesUntouchedAndTheRingsTurni
   }
 
   // Statistics are flushed by each backend when it exits (and on a timer before that):
-  // wait for the client's backends to be gone. The counters only ever grow, so a read
+  // wait for the client's backends to be gone, and then for their inserts to show. A
+  // backend leaves pg_stat_activity before its exit-time flush, so the first alone was
+  // a race (seen: 2907 of the >3000 inserts). The counters only ever grow, so a read
   // that came too early could only miss a violation, never invent one.
+  const char* kInserted =
+      "SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_user_tables WHERE schemaname = $1 AND "
+      "relname ~ '^(ready_entries|done_entries|ready_tombstones|claim_batches|claim_closures)_"
+      "[0-9]+$'";
   ASSERT_TRUE(eventually(
       [&] {
         return conn()
@@ -117,6 +123,13 @@ TEST_F(RingsTest, RuntimeWorkloadLeavesAppendOnlyTablesUntouchedAndTheRingsTurni
                    .get<std::int64_t>(0, 0) == 0;
       },
       seconds(20)));
+  const bool all_flushed = eventually(
+      [&] {
+        conn().exec("SELECT pg_stat_clear_snapshot()");
+        return conn().query(kInserted, schema_).get<std::int64_t>(0, 0) > 3000;
+      },
+      seconds(20));
+  EXPECT_TRUE(all_flushed) << "the workload's inserts never showed in the statistics";
   conn().exec("SELECT pg_stat_clear_snapshot()");
   const auto st = conn().query(
       "SELECT count(*), coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd + n_tup_del), 0), "
