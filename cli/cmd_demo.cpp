@@ -2,13 +2,16 @@
 // queue to 4 shards with a DLQ, enqueues a mixed workload — unkeyed and keyed jobs, some
 // that fail once and are retried, some that fail for good, some scheduled a second
 // ahead — and works it with the embedded runtime (awa::Client), drawing a progress bar.
-// Ends with a summary: outcomes, throughput, pickup latency, per-shard counts. With
-// --serve it then keeps working a trickle of new jobs and serves the dashboard (awa
-// serve) on the same schema until SIGINT or SIGTERM.
+// Ends with a summary: outcomes, throughput, pickup latency, per-shard counts. Beside it,
+// on queues of their own: a periodic job (@every 1s) fired by the maintenance leader, and
+// a job that waits for an external callback with its worker slot freed, then completed
+// by the callback (docs/scheduling.md). With --serve it then keeps working a trickle of
+// new jobs and serves the dashboard (awa serve) on the same schema until SIGINT or SIGTERM.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +29,7 @@
 #include "awa/connection.hpp"
 #include "awa/metrics.hpp"
 #include "awa/migrate.hpp"
+#include "awa/periodic.hpp"
 #include "cli.hpp"
 #include "serve.hpp"
 
@@ -35,6 +39,8 @@ namespace {
 using Clock = std::chrono::system_clock;
 
 constexpr const char* kQueue = "demo";
+constexpr const char* kSideQueue = "demo-side";  // the periodic and the callback job
+constexpr const char* kPeriodic = "demo-tick";
 constexpr int kJobs = 2000;
 constexpr auto kGiveUp = std::chrono::seconds(60);
 
@@ -75,6 +81,38 @@ void trickle(Client& client, const std::atomic<bool>& stop) {
   }
 }
 
+// The periodic job fired (and ran) at least once, and the callback job waited with its
+// slot freed until the callback completed it. False (and why on stderr) otherwise.
+bool side_show(Client& client, const Admin& admin, Connection& conn,
+               std::future<std::string>& callback_id, JobId approval_job,
+               const std::atomic<int>& ticks) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ticks.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (ticks.load() == 0) {
+    fmt::print(stderr, "demo: the periodic job {} did not fire within 10 s\n", kPeriodic);
+    return false;
+  }
+  fmt::print("periodic: {} (@every 1s) fired and ran {} time(s) so far\n", kPeriodic, ticks.load());
+  if (callback_id.wait_until(deadline) != std::future_status::ready) {
+    fmt::print(stderr, "demo: the callback job {} did not start within 10 s\n", approval_job);
+    return false;
+  }
+  const std::string id = callback_id.get();
+  while (client.stats().waiting == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto before = admin.job(conn, approval_job);
+  fmt::print("callback: job {} is {} on callback {} (its worker slot is free)\n", approval_job,
+             before ? before->summary.state : "gone", id);
+  const auto r = admin.complete_external(conn, id);
+  fmt::print("callback: Admin::complete_external -> {}; the same callback again -> {}\n",
+             r.stale() ? "stale" : r.state,
+             admin.complete_external(conn, id).stale() ? "stale (no double finalise)" : "applied");
+  return !r.stale() && before && before->summary.state == "waiting";
+}
+
 int demo(const Context& ctx, const DemoArgs& args) {
   const auto& url = ctx.require_database_url();
   serve::ServerOptions serve_options;
@@ -98,8 +136,10 @@ int demo(const Context& ctx, const DemoArgs& args) {
   QueueConfigChange dlq_on;
   dlq_on.dlq_enabled = true;
   admin.configure_queue(conn, kQueue, dlq_on);
-  // Earlier demo runs may have left dead letters: count only this run's.
-  const std::int64_t dlq_before = admin.queue_counts(conn, kQueue).dlq;
+  // Earlier demo runs left their counts: report only this run's.
+  const auto counts_before = admin.queue_counts(conn, kQueue);
+  const std::int64_t dlq_before = counts_before.dlq;
+  const std::int64_t completed_before = counts_before.completed;
   fmt::print("queue {}: 4 enqueue shards, dead-letter queue on\n", kQueue);
 
   std::mutex mu;
@@ -141,7 +181,30 @@ int demo(const Context& ctx, const DemoArgs& args) {
   q.name = kQueue;
   q.max_workers = 16;
   client.add_queue(q);
+
+  // The side show: a periodic job, and a job that waits for an external callback.
+  std::atomic<int> ticks{0};
+  client.register_worker("tick", [&](JobContext&) {
+    ++ticks;
+    return JobResult::completed();
+  });
+  std::promise<std::string> callback_promise;
+  auto callback_id = callback_promise.get_future();
+  client.register_worker("await_approval", [&](JobContext& job) {
+    // A real handler would hand the id to the other system here.
+    callback_promise.set_value(job.register_callback(std::chrono::minutes(5)));
+    return JobResult::wait_for_callback(std::chrono::minutes(5));
+  });
+  client.add_periodic(kPeriodic, "@every 1s", "tick", nlohmann::json::object(),
+                      PeriodicOptions{.queue = kSideQueue, .max_attempts = 3});
+  QueueConfig side;
+  side.name = kSideQueue;
+  side.max_workers = 1;
+  client.add_queue(side);
   client.start();
+  InsertOpts approval;
+  approval.queue = kSideQueue;
+  const JobId approval_job = client.insert(NewJob("await_approval", {{"order", 42}}, approval));
 
   // The workload: 10 % flaky, 1 % doomed, 20 % keyed (customer-N), 2 % scheduled.
   std::vector<NewJob> jobs;
@@ -178,9 +241,11 @@ int demo(const Context& ctx, const DemoArgs& args) {
   }
 
   // Progress: a job is done when it completed or reached a terminal failure.
+  // The periodic ticks complete too; a tick's handler runs before its completion is
+  // counted, so this never runs ahead of the demo queue's own jobs.
   const auto done = [&] {
     const auto s = client.stats();
-    return static_cast<int>(s.completed + s.failed);
+    return static_cast<int>(s.completed + s.failed) - ticks.load();
   };
   const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
   for (;;) {
@@ -202,7 +267,8 @@ int demo(const Context& ctx, const DemoArgs& args) {
 
   fmt::print("summary: {} jobs in {:.2f} s ({:.0f} jobs/s)\n", kJobs, secs, kJobs / secs);
   fmt::print("  completed {}, retried {}, failed {} (in DLQ {}), stale completions {}\n",
-             s.completed, s.retried, s.failed, dlq, s.stale_completions);
+             admin.queue_counts(conn, kQueue).completed - completed_before, s.retried, s.failed,
+             dlq, s.stale_completions);
   {
     std::lock_guard lock(mu);
     fmt::print(
@@ -222,7 +288,13 @@ int demo(const Context& ctx, const DemoArgs& args) {
                kGiveUp.count());
     return 1;
   }
-  if (!args.serve) return 0;
+  if (!side_show(client, admin, conn, callback_id, approval_job, ticks)) return 1;
+  if (!args.serve) {
+    // Nothing would fire it until the next demo (or a worker on this schema would run
+    // its ticks with no handler): the demo's schedule goes with the demo.
+    PeriodicAdmin(ctx.schema).remove(conn, kPeriodic);
+    return 0;
+  }
 
   fmt::print("dashboard: new jobs keep arriving (10 every 0.5 s); Ctrl-C stops\n");
   std::atomic<bool> stop{false};

@@ -1,5 +1,6 @@
-// awa serve [--addr 127.0.0.1:8080] [--read-only] [--token-file F]: the dashboard's HTTP
-// server (serve/; docs/api.md, "HTTP API"). Runs until SIGINT or SIGTERM.
+// awa serve [--addr 127.0.0.1:8080] [--read-only] [--token-file F] [--callback-secret-file F]:
+// the dashboard's HTTP server (serve/; docs/api.md, "HTTP API"). Runs until SIGINT or
+// SIGTERM.
 
 #include <csignal>
 #include <iostream>
@@ -39,6 +40,7 @@ struct ServeArgs {
   std::string addr = "127.0.0.1:8080";
   bool read_only = false;
   std::string token_file;
+  std::string callback_secret_file;
 };
 
 int serve(const Context& ctx, const ServeArgs& a) {
@@ -58,6 +60,8 @@ int serve(const Context& ctx, const ServeArgs& a) {
   o.host = addr.host;
   o.port = addr.port;
   if (!a.token_file.empty()) o.token = serve::read_token_file(a.token_file);
+  if (!a.callback_secret_file.empty())
+    o.callback_secret = serve::read_callback_secret_file(a.callback_secret_file);
 
   return serve_until_signal(std::move(o));
 }
@@ -74,6 +78,8 @@ void add_serve(CLI::App& app, Context& ctx) {
   cmd->add_flag("--read-only", a->read_only, "refuse every state-changing request (403)");
   cmd->add_option("--token-file", a->token_file,
                   "file holding the bearer token every /api request must carry");
+  cmd->add_option("--callback-secret-file", a->callback_secret_file,
+                  "file holding the secret that signs POST /api/callbacks/... (enables them)");
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return serve(ctx, *a); }; });
 }
 

@@ -86,6 +86,10 @@ class Router {
   virtual const ServerOptions& server_options() const = 0;
   virtual void get(const std::string& pattern, Handler h) = 0;
   virtual void post(const std::string& pattern, Handler h) = 0;
+  // A POST from another system, authenticated by its HMAC signature (awa/callback.hpp)
+  // instead of the token, session and CSRF header; refused when no callback secret is set
+  // (404) and on a read-only server (403).
+  virtual void post_signed(const std::string& pattern, Handler h) = 0;
 };
 
 void add_queue_routes(Router& r);
@@ -93,6 +97,7 @@ void add_job_routes(Router& r);
 void add_dlq_routes(Router& r);
 void add_system_routes(Router& r);
 void add_rate_routes(Router& r);
+void add_callback_routes(Router& r);
 
 // The "minutes" parameter of the rate endpoints: 1..kMaxRateWindowMinutes, else 400.
 std::chrono::minutes rate_window(const Params& p, int default_minutes);

@@ -22,6 +22,10 @@ struct ServerOptions {
   std::optional<std::string> token;
   // Idle database connections kept for reuse; requests beyond it connect anew.
   int max_idle_connections = 4;
+  // Set: POST /api/callbacks/{id}/complete|fail|heartbeat is enabled for other systems,
+  // signed with this secret (awa/callback.hpp) instead of the token; unset: those answer
+  // 404. At least 16 characters.
+  std::optional<std::string> callback_secret;
 };
 
 // "127.0.0.1" (any 127.x.y.z), "::1" and "localhost": reachable from this host only.
@@ -30,6 +34,8 @@ bool is_loopback(std::string_view host);
 // The token in `path`, trailing whitespace removed. InvalidArgument when the file cannot
 // be read or the token is shorter than 16 characters (a guessable token is no token).
 std::string read_token_file(const std::string& path);
+// The same rules for the callback secret; errors name --callback-secret-file.
+std::string read_callback_secret_file(const std::string& path);
 
 class Server {
  public:

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "api.hpp"
+#include "awa/callback.hpp"
 #include "awa/error.hpp"
 #include "serve.hpp"
 
@@ -96,23 +97,34 @@ bool is_loopback(std::string_view host) {
   return parts == 4;
 }
 
-std::string read_token_file(const std::string& path) {
+namespace {
+
+std::string read_secret_file(const std::string& path, std::string_view option) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument(fmt::format("--token-file {}: cannot read it", path));
+  if (!in) throw InvalidArgument(fmt::format("{} {}: cannot read it", option, path));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string token = ss.str();
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.size() < 16)
     throw InvalidArgument(fmt::format(
-        "--token-file {}: the token must be at least 16 characters (e.g. openssl rand -hex 32)",
-        path));
+        "{} {}: it must hold at least 16 characters (e.g. openssl rand -hex 32)", option, path));
   for (const char c : token) {
     if (c <= ' ' || c == 0x7f)
       throw InvalidArgument(
-          fmt::format("--token-file {}: the token must be one line of printable characters", path));
+          fmt::format("{} {}: it must hold one line of printable characters", option, path));
   }
   return token;
+}
+
+}  // namespace
+
+std::string read_token_file(const std::string& path) {
+  return read_secret_file(path, "--token-file");
+}
+
+std::string read_callback_secret_file(const std::string& path) {
+  return read_secret_file(path, "--callback-secret-file");
 }
 
 struct Server::Impl : detail::Router {
@@ -134,8 +146,38 @@ struct Server::Impl : detail::Router {
   std::atomic<bool> listen_returned{false};
   std::atomic<int> bound_port{0};
 
+  enum class Access { kRead, kWrite, kSigned };
+
+  // 401/403/404 unless a signed callback request may proceed (awa/callback.hpp).
+  void check_signed(const httplib::Request& req) const {
+    if (!options.callback_secret)
+      throw HttpError(404,
+                      "callbacks are not enabled: start awa serve with --callback-secret-file");
+    if (options.read_only)
+      throw HttpError(403, "read-only: awa serve was started with --read-only");
+    const std::string ts_text = req.get_header_value(kCallbackTimestampHeader);
+    const std::string signature = req.get_header_value(kCallbackSignatureHeader);
+    if (ts_text.empty() || signature.empty())
+      throw HttpError(401, fmt::format("callback requests must be signed: headers {} and {}",
+                                       kCallbackTimestampHeader, kCallbackSignatureHeader));
+    std::int64_t ts = 0;
+    const auto [p, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
+    if (ec != std::errc() || p != ts_text.data() + ts_text.size())
+      throw HttpError(401, fmt::format("{} must be unix seconds", kCallbackTimestampHeader));
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    if (ts < now - kCallbackMaxSkew.count() || ts > now + kCallbackMaxSkew.count())
+      throw HttpError(401, fmt::format("{} is more than {} s away from the server's clock",
+                                       kCallbackTimestampHeader, kCallbackMaxSkew.count()));
+    if (!callback_signature_valid(*options.callback_secret, ts, req.body, signature, now))
+      throw HttpError(401, "callback signature does not match the body");
+  }
+
   // 401/403 unless the request may proceed; see docs/api.md for the order.
-  void check(const httplib::Request& req, bool state_changing) const {
+  void check(const httplib::Request& req, Access access) const {
+    if (access == Access::kSigned) return check_signed(req);
+    const bool state_changing = access == Access::kWrite;
     if (!options.token) {
       // Bound to loopback without a token: a page of another site that got its name
       // resolved to 127.0.0.1 (DNS rebinding) would be same-origin; its Host header
@@ -166,10 +208,10 @@ struct Server::Impl : detail::Router {
     return false;
   }
 
-  void handle(const httplib::Request& req, httplib::Response& res, bool state_changing,
+  void handle(const httplib::Request& req, httplib::Response& res, Access access,
               const detail::Handler& h) {
     try {
-      check(req, state_changing);
+      check(req, access);
       auto conn = pool.take();
       bool keep = true;
       try {
@@ -220,13 +262,19 @@ struct Server::Impl : detail::Router {
   void get(const std::string& pattern, detail::Handler h) override {
     http->Get(pattern,
               [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-                handle(req, res, false, h);
+                handle(req, res, Access::kRead, h);
               });
   }
   void post(const std::string& pattern, detail::Handler h) override {
     http->Post(pattern,
                [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-                 handle(req, res, true, h);
+                 handle(req, res, Access::kWrite, h);
+               });
+  }
+  void post_signed(const std::string& pattern, detail::Handler h) override {
+    http->Post(pattern,
+               [this, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+                 handle(req, res, Access::kSigned, h);
                });
   }
 
@@ -278,6 +326,7 @@ Server::Server(ServerOptions options) {
   if (options.port < 0 || options.port > 65535)
     throw InvalidArgument("awa serve: port outside 0..65535");
   if (options.token && options.token->empty()) options.token.reset();
+  if (options.callback_secret && options.callback_secret->empty()) options.callback_secret.reset();
   if (!is_loopback(options.host) && !options.token) {
     throw InvalidArgument(fmt::format(
         "awa serve: refusing to listen on {} without a token: other hosts could read and "
@@ -316,6 +365,7 @@ void Server::start() {
   detail::add_dlq_routes(*impl_);
   detail::add_system_routes(*impl_);
   detail::add_rate_routes(*impl_);
+  detail::add_callback_routes(*impl_);
 
   int port = impl_->options.port;
   if (port == 0) {

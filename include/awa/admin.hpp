@@ -225,6 +225,18 @@ struct JobAction {
   std::string outcome;
 };
 
+// --- external callbacks ----------------------------------------------------------------------
+
+// What a callback did: the job whose attempt it ended and that attempt's end state
+// ("completed", "retried", "failed", "dlq"), or stale when no open attempt waits on the
+// id (ended already — a duplicate or late callback, a timeout, a cancel — or unknown),
+// in which case nothing changed.
+struct CallbackResult {
+  std::optional<JobId> job_id;
+  std::string state;
+  bool stale() const { return !job_id.has_value(); }
+};
+
 // --- dead-letter queue --------------------------------------------------------------------
 
 struct DlqEntry {
@@ -390,6 +402,21 @@ class Admin {
   // queue. Running or finished: outcome "not_movable". An invalid destination name:
   // InvalidArgument.
   JobAction move_job(Connection& conn, JobId id, const std::string& destination) const;
+
+  // --- external callbacks (awa serve's POST /api/callbacks/...) ------------------------------
+  // `callback_id` is the id JobContext::register_callback returned (a UUID; anything else
+  // is InvalidArgument). Each ends the waiting attempt exactly once, through the same
+  // path as every other end: a second or late callback is stale and changes nothing.
+  CallbackResult complete_external(Connection& conn, const std::string& callback_id) const;
+  // retryable: retried with backoff while attempts remain (like a handler's failure),
+  // else failed (or the DLQ). `error` is kept on the job like a handler's.
+  CallbackResult fail_external(Connection& conn, const std::string& callback_id,
+                               const std::string& error, bool retryable = true) const;
+  // The other system is still working: moves the callback timeout to now + timeout
+  // (unchanged when unset). Returns the job id, or unset when no open attempt waits on it.
+  std::optional<JobId> heartbeat_external(
+      Connection& conn, const std::string& callback_id,
+      std::optional<std::chrono::milliseconds> timeout = std::nullopt) const;
 
   // --- dead-letter queue (awa dlq ...) ------------------------------------------------------
   std::vector<DlqEntry> list_dlq(Connection& conn, const DlqFilter& filter) const;

@@ -68,9 +68,24 @@ class JobResult {
     return r;
   }
 
+  // Frees the worker slot and leaves the attempt open, waiting for another system to end
+  // it by its callback id (JobContext::register_callback; one is made now if the handler
+  // registered none — Admin::job shows the job as "waiting"). The callback ends it with
+  // Admin::complete_external / fail_external or `POST /api/callbacks/{id}/...` of `awa
+  // serve`; with none by now + timeout it is rescued as a failed attempt ("callback timed
+  // out"): retried while attempts remain. Heartbeat rescue does not apply while it waits;
+  // a hard deadline still does. Timeout: 1 ms .. 100 years, else the attempt fails
+  // (retryable) with the reason. docs/scheduling.md, "External callbacks".
+  static JobResult wait_for_callback(std::chrono::milliseconds timeout) {
+    JobResult r(Outcome::kWaitForCallback);
+    r.delay_ = timeout;
+    return r;
+  }
+
   Outcome outcome() const noexcept { return outcome_; }
   const std::string& message() const noexcept { return message_; }
-  // Negative: the default (exponential backoff for retries).
+  // Negative: the default (exponential backoff for retries). wait_for_callback: the
+  // callback timeout.
   std::chrono::milliseconds delay() const noexcept { return delay_; }
 
  private:
@@ -108,6 +123,14 @@ class JobContext {
   virtual void set_progress(double percent, const std::string& message = {}) = 0;
   // Heartbeats now (the runtime also heartbeats every running job periodically).
   virtual void heartbeat() = 0;
+  // Gives this attempt a callback id for another system to answer with (materialises a
+  // lease), and a callback timeout of now + timeout; the same id on every call. Hand the
+  // id to the other system, then return JobResult::wait_for_callback. A callback that
+  // arrives before the handler returns is accepted: the attempt ends there, and the
+  // handler's own result is stale. Throws InvalidArgument for a timeout outside
+  // 1 ms .. 100 years, and awa::Error when the attempt is no longer open (cancelled,
+  // rescued, or already ended by its callback).
+  virtual std::string register_callback(std::chrono::milliseconds timeout) = 0;
 };
 
 // A handler that throws is a retryable failure with the exception's message.
@@ -199,6 +222,7 @@ struct ClientStats {
   std::uint64_t released = 0;         // prefetched jobs handed back unstarted by stop()
   std::uint64_t periodic_fired = 0;   // periodic jobs enqueued, by this process as leader
   std::uint64_t periodic_failed = 0;  // periodic fires that failed (logged), likewise
+  std::uint64_t waiting = 0;          // attempts parked waiting for a callback (their slots freed)
   int running = 0;                    // handlers running now
   int prefetched = 0;                 // claimed, not started yet
   bool leader = false;

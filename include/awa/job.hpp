@@ -149,6 +149,10 @@ enum class Outcome {
   kFail,    // terminal failure: failed, or DLQ when the queue enables it
   kSnooze,  // run again after a delay; the attempt is not consumed
   kCancel,
+  // Wait for an external callback (JobResult::wait_for_callback): the attempt stays open
+  // in state "waiting" until Admin::complete_external / fail_external or its callback
+  // timeout. Not a Completion: QueueStorage::wait_for_callback parks the attempt.
+  kWaitForCallback,
 };
 
 const char* to_string(Outcome outcome);

@@ -124,6 +124,21 @@ class QueueStorage {
   // tail). Attempts closed meanwhile are left alone. Returns how many were handed back.
   int release(Connection& conn, std::span<const ClaimedEntry> entries, std::string_view reason);
 
+  // External callbacks (docs/scheduling.md): gives the open attempt `entry` a callback
+  // id (the same one on every call) with a callback timeout of now + timeout, and
+  // materialises its lease. Returns the id, or unset when the attempt is closed.
+  // InvalidArgument for a timeout outside 1 ms .. 100 years.
+  std::optional<std::string> register_callback(Connection& conn, const ClaimedEntry& entry,
+                                               std::chrono::milliseconds timeout);
+  // Parks the open attempt: state waiting_external (Admin shows "waiting"), callback
+  // timeout now + timeout when given, a callback id made if it has none. The caller's
+  // worker slot is free from here; Admin::complete_external / fail_external or the
+  // timeout rescue end the attempt. Returns the callback id, or unset when the attempt
+  // is closed (its callback may have come first).
+  std::optional<std::string> wait_for_callback(
+      Connection& conn, const ClaimedEntry& entry,
+      std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
   // Moves up to `limit` due deferred jobs to ready; returns how many.
   int promote_due(Connection& conn, int limit = 1000);
 

@@ -289,7 +289,7 @@ BEGIN
             INSERT INTO {schema}.leases
             SELECT v_cur.slot, l.queue, l.priority, l.enqueue_shard, l.lane_seq, l.job_id, l.run_lease,
                    l.ready_slot, l.attempt, l.state, l.heartbeat_at, l.deadline_at,
-                   l.callback_timeout_at, l.progress, l.claim_batch
+                   l.callback_timeout_at, l.progress, l.claim_batch, l.callback_id
             FROM {schema}.leases l
             WHERE l.lease_slot = v_slot
               AND EXISTS (SELECT 1 FROM {schema}.open_attempts(ARRAY[l.claim_batch]) o

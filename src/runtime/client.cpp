@@ -288,6 +288,7 @@ ClientStats Client::Impl::stats() const {
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.stale_completions = stale_.load(std::memory_order_relaxed);
   s.released = released_.load(std::memory_order_relaxed);
+  s.waiting = waiting_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     s.running = running_total_;

@@ -1,7 +1,7 @@
 // The worker runtime behind awa::Client (docs/runtime.md): the state every part shares.
 // Its parts live in runtime/client.cpp (configuration, lifecycle, stats),
-// runtime/dispatcher.cpp (claims), runtime/workers.cpp (handlers) and runtime/control.cpp
-// (heartbeats and cancellation).
+// runtime/dispatcher.cpp (claims), runtime/workers.cpp (handlers), runtime/callbacks.cpp
+// (external callbacks) and runtime/control.cpp (heartbeats and cancellation).
 //
 // Threads, and what each owns:
 //   - QueueConfig::claimers dispatchers ("claimers") per queue, each on a dedicated
@@ -103,6 +103,9 @@ struct Client::Impl {
       impl_.beat_one(*this, nlohmann::json{{"percent", percent}, {"message", message}}.dump());
     }
     void heartbeat() override { impl_.beat_one(*this, std::nullopt); }
+    std::string register_callback(std::chrono::milliseconds timeout) override {
+      return impl_.register_callback(*this, timeout);
+    }
 
     // Thread-safe (std::stop_source is).
     void request_stop() { stop_.request_stop(); }
@@ -214,6 +217,13 @@ struct Client::Impl {
 
   void run_job(Job& job);
 
+  // --- external callbacks (runtime/callbacks.cpp) -----------------------------------------
+
+  std::string register_callback(Job& job, std::chrono::milliseconds timeout);
+  // The handler returned wait_for_callback: parks the attempt (waiting_external); the
+  // worker slot is freed when run_job returns.
+  void park_for_callback(Job& job, std::chrono::milliseconds timeout);
+
   void count_result(const Completion&, const CompletionResult& r);
 
   // --- heartbeats and cancellation ------------------------------------------------------
@@ -292,6 +302,7 @@ struct Client::Impl {
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> stale_{0};
   std::atomic<std::uint64_t> released_{0};
+  std::atomic<std::uint64_t> waiting_{0};
 };
 
 }  // namespace awa

@@ -96,6 +96,10 @@ void Client::Impl::run_job(Job& job) {
   } catch (...) {
     result = JobResult::failed("handler threw a non-std::exception", true);
   }
+  if (result.outcome() == Outcome::kWaitForCallback) {
+    park_for_callback(job, result.delay());
+    return;
+  }
   batcher_->submit(Completion::of(job.entry(), result.outcome(), result.message(), result.delay()));
 }
 

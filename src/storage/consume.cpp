@@ -27,6 +27,8 @@ const char* to_string(Outcome outcome) {
       return "snooze";
     case Outcome::kCancel:
       return "cancel";
+    case Outcome::kWaitForCallback:
+      return "wait_for_callback";
   }
   return "unknown";
 }
@@ -104,7 +106,8 @@ Consumer::Consumer(const std::string& quoted_schema)
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       release_sql_(sql::render(sql::file("queries/consume/release.sql"), quoted_schema)),
       heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
-      rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)) {}
+      rescue_sql_(sql::render(sql::file("queries/consume/rescue.sql"), quoted_schema)),
+      callback_sql_(sql::render(sql::file("queries/consume/callback.sql"), quoted_schema)) {}
 
 std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::string& queue,
                                           const QueueStorage::ClaimOptions& options) const {
@@ -179,6 +182,10 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
   const auto started = std::chrono::steady_clock::now();
   ArrayLiteral batch, lane_seq, outcome, error, delay;
   for (const auto& c : completions) {
+    if (c.outcome == Outcome::kWaitForCallback)
+      throw InvalidArgument(fmt::format(
+          "job {}: waiting for a callback is not a completion (QueueStorage::wait_for_callback)",
+          c.job_id));
     batch.add(c.claim_batch);
     lane_seq.add(c.lane_seq);
     outcome.add(to_string(c.outcome));

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class Consumer {
       pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const;
   std::vector<QueueStorage::Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
                                             int limit = 1000) const;
+  // register_callback (park = false) and wait_for_callback (park = true) of QueueStorage.
+  std::optional<std::string> callback(pg::Connection& conn, const ClaimedEntry& entry,
+                                      std::optional<std::chrono::milliseconds> timeout,
+                                      bool park) const;
 
  private:
   std::string claim_sql_;
@@ -44,6 +49,7 @@ class Consumer {
   std::string release_sql_;
   std::string heartbeat_sql_;
   std::string rescue_sql_;
+  std::string callback_sql_;
 };
 
 }  // namespace awa::storage

@@ -134,7 +134,8 @@ class JobAdminTest : public StorageTest {
     const auto w = claim_one(queue, ids["waiting"]);
     const std::vector beat{QueueStorage::Heartbeat::of(w, std::string(R"({"step": 3})"))};
     EXPECT_EQ(storage::consumer(*store_).heartbeat(conn(), beat).size(), 1U);
-    conn().query("UPDATE leases SET state = 'waiting_external' WHERE job_id = $1", ids["waiting"]);
+    EXPECT_TRUE(
+        storage::consumer(*store_).callback(conn(), w, std::chrono::hours(1), /*park=*/true));
 
     ids["cancelled"] = enqueue(queue);
     EXPECT_EQ(admin().cancel_job(ac(), ids["cancelled"]), "available");

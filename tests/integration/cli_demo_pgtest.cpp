@@ -31,6 +31,16 @@ TEST_F(CliDemoTest, WorksItsWorkloadToExactOutcomes) {
   EXPECT_EQ(c.completed, 1980);
   EXPECT_EQ(c.dlq, 20);
   EXPECT_EQ(c.available + c.running + c.scheduled + c.retryable, 0);
+  // The side show: the periodic job fired and ran, the callback job waited and its
+  // callback completed it (once), and the demo's schedule is gone with it.
+  EXPECT_THAT(r.output, HasSubstr("periodic: demo-tick (@every 1s) fired and ran"));
+  EXPECT_THAT(r.output, HasSubstr("is waiting on callback"));
+  EXPECT_THAT(r.output, HasSubstr("Admin::complete_external -> completed; the same callback "
+                                  "again -> stale (no double finalise)"));
+  const auto side = Admin(schema_).queue_counts(conn, "demo-side");
+  EXPECT_GE(side.completed, 2);  // the callback job and at least one tick
+  EXPECT_EQ(side.running, 0);
+  EXPECT_EQ(count("SELECT count(*) FROM periodic_jobs"), 0);
 }
 
 TEST_F(CliDemoTest, ServeKeepsTheDashboardUpWithNewWorkUntilSigint) {

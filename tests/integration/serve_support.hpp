@@ -19,6 +19,7 @@ namespace awa::testing {
 class ServeTest : public JobAdminTest {
  protected:
   static constexpr const char* kToken = "s3cret-token-0123456789";
+  static constexpr const char* kCallbackSecret = "callback-secret-0123456789";
 
   void SetUpSchema() override {
     JobAdminTest::SetUpSchema();
@@ -38,6 +39,7 @@ class ServeTest : public JobAdminTest {
   struct Setup {
     bool read_only = false;
     bool token = false;
+    bool callbacks = false;  // callback_secret = kCallbackSecret
   };
   std::unique_ptr<serve::Server> start(Setup s) {
     serve::ServerOptions o;
@@ -47,6 +49,7 @@ class ServeTest : public JobAdminTest {
     o.port = 0;
     o.read_only = s.read_only;
     if (s.token) o.token = kToken;
+    if (s.callbacks) o.callback_secret = kCallbackSecret;
     auto server = std::make_unique<serve::Server>(o);
     server->start();
     return server;

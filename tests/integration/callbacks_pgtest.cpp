@@ -1,0 +1,226 @@
+// External callbacks (issue 14; docs/scheduling.md, "External callbacks"): an attempt
+// parked waiting_external is ended exactly once — by its callback, a racing callback,
+// its timeout, or a cancel — and every loser is stale and changes nothing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "admin_jobs_support.hpp"
+#include "awa/error.hpp"
+
+namespace awa::testing {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::milliseconds;
+
+class CallbackTest : public JobAdminTest {
+ protected:
+  std::optional<std::string> register_cb(const ClaimedEntry& e, milliseconds timeout) {
+    return storage::consumer(*store_).callback(conn(), e, timeout, false);
+  }
+  std::optional<std::string> park(const ClaimedEntry& e,
+                                  std::optional<milliseconds> timeout = hours(1)) {
+    return storage::consumer(*store_).callback(conn(), e, timeout, true);
+  }
+  std::int64_t leases_of(JobId id) {
+    return conn()
+        .query("SELECT count(*) FROM leases WHERE job_id = $1", id)
+        .get<std::int64_t>(0, 0);
+  }
+};
+
+TEST_F(CallbackTest, ParkedAttemptWaitsThenItsCallbackCompletesItExactlyOnce) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  const auto registered = register_cb(e, hours(1));
+  ASSERT_TRUE(registered);
+  EXPECT_EQ(state_of(id), "running");  // registered, the handler still runs
+  const auto parked = park(e, std::nullopt);
+  ASSERT_TRUE(parked);
+  EXPECT_EQ(*parked, *registered);  // the same id on every call
+  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(admin().queue_counts(ac(), "q").running, 1);
+
+  const auto r = admin().complete_external(ac(), *registered);
+  ASSERT_FALSE(r.stale());
+  EXPECT_EQ(*r.job_id, id);
+  EXPECT_EQ(r.state, "completed");
+  EXPECT_EQ(state_of(id), "completed");
+  EXPECT_EQ(leases_of(id), 0);
+
+  // Duplicate and late callbacks: stale, nothing changes.
+  EXPECT_TRUE(admin().complete_external(ac(), *registered).stale());
+  EXPECT_TRUE(admin().fail_external(ac(), *registered, "late").stale());
+  EXPECT_FALSE(admin().heartbeat_external(ac(), *registered, hours(2)));
+  EXPECT_EQ(state_of(id), "completed");
+  // So is the handler's own result after the callback ended the attempt.
+  EXPECT_EQ(finish(e, Outcome::kCompleted), "stale");
+  EXPECT_EQ(admin().queue_counts(ac(), "q").completed, 1);
+}
+
+TEST_F(CallbackTest, ParkingWithoutRegisteringMakesAnId) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  const auto parked = park(e, hours(1));
+  ASSERT_TRUE(parked);
+  EXPECT_EQ(parked->size(), 36U);
+  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(admin().complete_external(ac(), *parked).state, "completed");
+}
+
+TEST_F(CallbackTest, ACallbackBeforeTheHandlerReturnsWinsAndTheParkIsStale) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  const auto cb = register_cb(e, hours(1));
+  ASSERT_TRUE(cb);
+  EXPECT_EQ(admin().complete_external(ac(), *cb).state, "completed");
+  EXPECT_FALSE(park(e));                   // the attempt is closed: nothing to park
+  EXPECT_FALSE(register_cb(e, hours(1)));  // nor to register again
+  EXPECT_EQ(state_of(id), "completed");
+}
+
+TEST_F(CallbackTest, FailExternalRetriesWhileAttemptsRemainElseFails) {
+  const JobId retried = enqueue(opts("q", 2, std::nullopt, 3));
+  auto e = claim_one("q", retried);
+  auto cb = park(e);
+  ASSERT_TRUE(cb);
+  auto r = admin().fail_external(ac(), *cb, "payment provider said no");
+  EXPECT_EQ(r.state, "retried");
+  EXPECT_EQ(state_of(retried), "retryable");
+  const auto d = admin().job(ac(), retried);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->errors.size(), 1U);
+  EXPECT_EQ(d->errors[0].error, "payment provider said no");
+  EXPECT_EQ(d->errors[0].attempt, 1);
+
+  const JobId failed = enqueue(opts("q", 2, std::nullopt, 3));
+  e = claim_one("q", failed);
+  cb = park(e);
+  ASSERT_TRUE(cb);
+  r = admin().fail_external(ac(), *cb, "card stolen", /*retryable=*/false);
+  EXPECT_EQ(r.state, "failed");
+  EXPECT_EQ(state_of(failed), "failed");
+}
+
+TEST_F(CallbackTest, ACallbackThatNeverComesIsRescuedAtItsTimeoutAsAFailedAttempt) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  const auto cb = park(e, milliseconds(200));
+  ASSERT_TRUE(cb);
+  // Before the timeout nothing is rescued, however stale the heartbeat is.
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(1)).empty());
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto rescued = storage::consumer(*store_).rescue(conn(), hours(1));
+  ASSERT_EQ(rescued.size(), 1U);
+  EXPECT_EQ(rescued[0].job_id, id);
+  EXPECT_EQ(rescued[0].state, "rescued");
+  EXPECT_EQ(rescued[0].why, "rescued: callback timed out");
+  EXPECT_EQ(state_of(id), "retryable");
+  const auto d = admin().job(ac(), id);
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->errors.size(), 1U);  // the attempt counted
+  EXPECT_EQ(d->errors[0].error, "rescued: callback timed out");
+  // The callback arriving after the timeout is stale.
+  EXPECT_TRUE(admin().complete_external(ac(), *cb).stale());
+  EXPECT_EQ(state_of(id), "retryable");
+}
+
+TEST_F(CallbackTest, HeartbeatExternalMovesTheTimeout) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  const auto cb = park(e, milliseconds(300));
+  ASSERT_TRUE(cb);
+  const auto job = admin().heartbeat_external(ac(), *cb, hours(1));
+  ASSERT_TRUE(job);
+  EXPECT_EQ(*job, id);
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(1)).empty());
+  EXPECT_EQ(state_of(id), "waiting");
+  // Without a new timeout it only marks the other system alive.
+  EXPECT_TRUE(admin().heartbeat_external(ac(), *cb));
+  EXPECT_EQ(admin().complete_external(ac(), *cb).state, "completed");
+}
+
+TEST_F(CallbackTest, ConcurrentCallbacksFinaliseOnce) {
+  constexpr int kJobs = 5;
+  constexpr int kCallers = 8;
+  std::vector<std::string> ids;
+  for (int j = 0; j < kJobs; ++j) {
+    const JobId id = enqueue("q");
+    const auto cb = park(claim_one("q", id));
+    ASSERT_TRUE(cb);
+    ids.push_back(*cb);
+  }
+  std::atomic<int> winners{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kCallers; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        auto c = Connection::connect(database_url());
+        for (const auto& id : ids) {
+          const auto r = t % 2 == 0 ? admin().complete_external(c, id)
+                                    : admin().fail_external(c, id, "racer", false);
+          if (!r.stale()) ++winners;
+        }
+      } catch (const std::exception& e) {
+        ++errors;
+        ADD_FAILURE() << e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(winners.load(), kJobs);
+  const auto c = admin().queue_counts(ac(), "q");
+  EXPECT_EQ(c.completed + c.failed, kJobs);
+  EXPECT_EQ(c.running, 0);
+}
+
+TEST_F(CallbackTest, CancellingAWaitingJobMakesItsCallbackStale) {
+  const JobId id = enqueue("q");
+  const auto cb = park(claim_one("q", id));
+  ASSERT_TRUE(cb);
+  EXPECT_EQ(admin().cancel_job(ac(), id), "running");
+  EXPECT_EQ(state_of(id), "cancelled");
+  EXPECT_TRUE(admin().complete_external(ac(), *cb).stale());
+  EXPECT_EQ(state_of(id), "cancelled");
+}
+
+TEST_F(CallbackTest, AWaitingLeaseCarriedByAPruneKeepsItsCallbackId) {
+  const JobId id = enqueue("q");
+  const auto cb = park(claim_one("q", id));
+  ASSERT_TRUE(cb);
+  ASSERT_TRUE(admin().rotate(ac(), "lease").done);
+  const auto pruned = admin().prune(ac(), "lease", /*carry=*/true);
+  ASSERT_TRUE(pruned.done) << pruned.reason;
+  EXPECT_EQ(pruned.rows_carried, 1);
+  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(admin().complete_external(ac(), *cb).state, "completed");
+}
+
+TEST_F(CallbackTest, BadInputIsRefusedBeforeTheDatabase) {
+  const JobId id = enqueue("q");
+  const auto e = claim_one("q", id);
+  EXPECT_THROW(register_cb(e, milliseconds(0)), InvalidArgument);
+  EXPECT_THROW(park(e, milliseconds(-5)), InvalidArgument);
+  EXPECT_THROW(admin().complete_external(ac(), "not-a-uuid"), InvalidArgument);
+  EXPECT_THROW(admin().fail_external(ac(), "0000", "x"), InvalidArgument);
+  EXPECT_THROW(admin().heartbeat_external(ac(), "zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz"),
+               InvalidArgument);
+  // A well-formed id nobody handed out: stale, not an error.
+  EXPECT_TRUE(admin().complete_external(ac(), "00000000-0000-4000-8000-000000000000").stale());
+  EXPECT_EQ(state_of(id), "running");
+  // A completion cannot carry "wait for callback": that is QueueStorage::wait_for_callback.
+  EXPECT_THROW(finish(e, Outcome::kWaitForCallback), InvalidArgument);
+  EXPECT_EQ(state_of(id), "running");
+}
+
+}  // namespace
+}  // namespace awa::testing
