@@ -75,6 +75,7 @@ int run(int argc, char** argv) {
   add_health(app, ctx);
   add_serve(app, ctx);
   add_cron(app, ctx);
+  add_callback(app, ctx);
 
   try {
     app.parse(argc, argv);

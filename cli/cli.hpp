@@ -66,5 +66,6 @@ void add_dlq(CLI::App& app, Context& ctx);
 void add_health(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
 void add_cron(CLI::App& app, Context& ctx);
+void add_callback(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

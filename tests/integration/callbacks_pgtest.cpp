@@ -11,6 +11,7 @@
 
 #include "admin_jobs_support.hpp"
 #include "awa/error.hpp"
+#include "cli_runner.hpp"
 
 namespace awa::testing {
 namespace {
@@ -220,6 +221,37 @@ TEST_F(CallbackTest, BadInputIsRefusedBeforeTheDatabase) {
   // A completion cannot carry "wait for callback": that is QueueStorage::wait_for_callback.
   EXPECT_THROW(finish(e, Outcome::kWaitForCallback), InvalidArgument);
   EXPECT_EQ(state_of(id), "running");
+}
+
+TEST_F(CallbackTest, TheCliAnswersCallbacksAndSaysWhenOneIsStale) {
+  const JobId done = enqueue("q");
+  const auto cb = park(claim_one("q", done));
+  ASSERT_TRUE(cb);
+  const std::string awa = "--schema " + schema_ + " callback ";
+  auto r = run_cli(awa + "heartbeat " + *cb + " --timeout-s 3600 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["job_id"], done);
+  r = run_cli(awa + "complete " + *cb + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["state"], "completed");
+  EXPECT_EQ(j["stale"], false);
+  r = run_cli(awa + "complete " + *cb);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is stale"), std::string::npos) << r.output;
+  EXPECT_EQ(state_of(done), "completed");
+
+  const JobId failed = enqueue("q");
+  const auto cb2 = park(claim_one("q", failed));
+  ASSERT_TRUE(cb2);
+  r = run_cli(awa + "fail " + *cb2 + " --error 'declined by a human' --no-retry");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("failed"), std::string::npos) << r.output;
+  EXPECT_EQ(state_of(failed), "failed");
+
+  r = run_cli(awa + "complete not-a-uuid");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("is not a UUID"), std::string::npos) << r.output;
 }
 
 }  // namespace
