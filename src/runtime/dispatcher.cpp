@@ -69,6 +69,12 @@ std::optional<milliseconds> Client::Impl::limited_wait(QueueState& q, pg::Connec
   }
   if (!read_limits(q, conn, sql)) return std::nullopt;
   std::lock_guard lock(mu_);
+  metrics::engine()
+      .claims_limited
+      .with({q.config.name, q.max_rate && q.global_max_workers ? "rate+concurrency"
+                            : q.max_rate                       ? "rate"
+                                                               : "concurrency"})
+      .inc();
   std::optional<milliseconds> wait;
   if (q.global_max_workers) wait = kConcurrencyRetry;
   if (q.max_rate) {
