@@ -51,7 +51,8 @@ bool Client::Impl::read_limits(QueueState& q, pg::Connection& conn, const std::s
   const bool changed = rate != q.max_rate || global != q.global_max_workers;
   if (q.limits_read ? changed : (rate || global)) {
     spdlog::info("dispatcher {}: limits max_rate {}, global_max_workers {}", q.config.name,
-                 rate ? std::to_string(*rate) : "none", global ? std::to_string(*global) : "none");
+                 rate ? fmt::format("{}/s", *rate) : "none",
+                 global ? std::to_string(*global) : "none");
   }
   q.max_rate = rate;
   q.global_max_workers = global;
