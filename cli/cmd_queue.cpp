@@ -1,5 +1,6 @@
 // awa queue list|stats|pause|resume|configure|shards|set-shards: queue settings and exact
 // inspection (include/awa/admin.hpp; docs/operations.md).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -25,9 +26,13 @@ struct ConfigureArgs {
   std::optional<std::int64_t> priority_aging_ms;
   std::optional<std::int64_t> deadline_ms;
   std::optional<int> max_workers_hint;
+  std::optional<double> max_rate;
+  std::optional<int> burst;
+  std::optional<int> global_max_workers;
 };
 
-nlohmann::json optional_json(const std::optional<std::int64_t>& v) {
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
@@ -39,7 +44,10 @@ nlohmann::json settings_json(const QueueSettings& s) {
           {"dlq_enabled", s.dlq_enabled},
           {"priority_aging_ms", optional_json(s.priority_aging_ms)},
           {"deadline_ms", optional_json(s.deadline_ms)},
-          {"max_workers_hint", optional_json(s.max_workers_hint)}};
+          {"max_workers_hint", optional_json(s.max_workers_hint)},
+          {"max_rate", optional_json(s.max_rate)},
+          {"burst", optional_json(s.burst)},
+          {"global_max_workers", optional_json(s.global_max_workers)}};
 }
 
 nlohmann::json lanes_json(const std::vector<ShardLag>& lanes) {
@@ -83,6 +91,21 @@ std::string optional_text(const std::optional<std::int64_t>& v) {
   return v ? std::to_string(*v) : std::string("-");
 }
 
+// The limits, or nothing when the queue has none: "max_rate 20/s, burst 5, ...".
+std::string limits_text(const QueueSettings& s) {
+  std::string out;
+  const auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  if (s.max_rate) {
+    add(fmt::format("max_rate {}/s", *s.max_rate));
+    add(s.burst ? fmt::format("burst {}", *s.burst)
+                : fmt::format("burst {} (default)", std::max(1.0, std::ceil(*s.max_rate))));
+  } else if (s.burst) {
+    add(fmt::format("burst {} (unused: no max_rate)", *s.burst));
+  }
+  if (s.global_max_workers) add(fmt::format("global_max_workers {}", *s.global_max_workers));
+  return out;
+}
+
 void print_lanes(const std::vector<ShardLag>& lanes, const std::string& queue) {
   if (lanes.empty()) {
     fmt::print("queue {} has no lanes yet\n", queue);
@@ -103,6 +126,8 @@ void print_settings(const QueueSettings& s) {
       s.enqueue_shards, s.paused ? "yes" : "no", s.dlq_enabled ? "on" : "off",
       optional_text(s.priority_aging_ms), optional_text(s.deadline_ms),
       optional_text(s.max_workers_hint), s.configured ? "" : " (defaults: no queue_meta row)");
+  const std::string limits = limits_text(s);
+  fmt::print("  limits:   {}\n", limits.empty() ? "none" : limits);
 }
 
 void print_summary(const QueueSummary& q) {
@@ -131,16 +156,19 @@ int list(const Context& ctx, bool json) {
     fmt::print("no queues yet\n");
     return 0;
   }
-  fmt::print("{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}\n",
-             "queue", "shards", "paused", "dlq", "available", "running", "scheduled", "retryable",
-             "completed", "failed", "cancelled", "dlq", "oldest");
+  fmt::print(
+      "{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  {}\n",
+      "queue", "shards", "paused", "dlq", "available", "running", "scheduled", "retryable",
+      "completed", "failed", "cancelled", "dlq", "oldest", "limits");
   for (const auto& q : queues) {
     const auto& s = q.settings;
     const auto& c = q.counts;
-    fmt::print("{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}\n",
-               s.queue, s.enqueue_shards, s.paused ? "yes" : "no", s.dlq_enabled ? "on" : "off",
-               c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed, c.cancelled,
-               c.dlq, age_text(q.oldest_available_age_s));
+    const std::string limits = limits_text(s);
+    fmt::print(
+        "{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  {}\n",
+        s.queue, s.enqueue_shards, s.paused ? "yes" : "no", s.dlq_enabled ? "on" : "off",
+        c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed, c.cancelled, c.dlq,
+        age_text(q.oldest_available_age_s), limits.empty() ? "-" : limits);
   }
   return 0;
 }
@@ -237,6 +265,10 @@ int set_paused(const Context& ctx, const std::string& queue, bool paused) {
     message =
         fmt::format("--max-workers-hint must be between 1 and 100000, or 0 to clear it (got {})",
                     optional_text(a.max_workers_hint));
+  } else if (broke("queue_meta_max_rate_check") || broke("queue_meta_burst_check") ||
+             broke("queue_meta_global_max_workers_check")) {
+    // Checked before connecting (check_limits); the constraint is the database's guard.
+    message = "a limit is out of range (see awa queue configure --help)";
   } else {
     throw e;
   }
@@ -244,13 +276,40 @@ int set_paused(const Context& ctx, const std::string& queue, bool paused) {
                             e.sqlstate(), e.detail(), e.hint());
 }
 
+// The limits' ranges, in the options' names and before anything is sent (Admin checks
+// them too, in the API's field names).
+void check_limits(const ConfigureArgs& a) {
+  std::string message;
+  if (a.max_rate && !(*a.max_rate >= 0 && *a.max_rate <= 1000000)) {
+    message = fmt::format(
+        "--max-rate must be a number of claims per second in (0, 1000000], or 0 to clear it "
+        "(got {})",
+        *a.max_rate);
+  } else if (a.burst && (*a.burst < 0 || *a.burst > 1000000)) {
+    message =
+        fmt::format("--burst must be between 1 and 1000000, or 0 to clear it (got {})", *a.burst);
+  } else if (a.global_max_workers &&
+             (*a.global_max_workers < 0 || *a.global_max_workers > 100000)) {
+    message =
+        fmt::format("--global-max-workers must be between 1 and 100000, or 0 to clear it (got {})",
+                    *a.global_max_workers);
+  } else {
+    return;
+  }
+  throw InvalidArgument(fmt::format("{}; queue {} unchanged", message, a.queue));
+}
+
 int configure(const Context& ctx, const ConfigureArgs& a, bool json) {
   const Admin admin(ctx.schema);
+  check_limits(a);
   QueueConfigChange change;
   if (a.dlq) change.dlq_enabled = *a.dlq == "on";
   change.priority_aging_ms = a.priority_aging_ms;
   change.deadline_ms = a.deadline_ms;
   change.max_workers_hint = a.max_workers_hint;
+  change.max_rate = a.max_rate;
+  change.burst = a.burst;
+  change.global_max_workers = a.global_max_workers;
   auto conn = Connection::connect(ctx.require_database_url());
   QueueSettings s;
   try {
@@ -368,12 +427,22 @@ void add_queue(CLI::App& app, Context& ctx) {
                  "deadline of each attempt for workers that set none; 0 clears");
   cf->add_option("--max-workers-hint", conf->max_workers_hint,
                  "informational: workers meant to run for the queue, 1..100000; 0 clears");
+  cf->add_option("--max-rate", conf->max_rate,
+                 "claims per second, all workers of the database together (a token bucket); "
+                 "0 clears");
+  cf->add_option("--burst", conf->burst,
+                 "claims at once after a quiet spell, 1..1000000 (default: max-rate rounded "
+                 "up); 0 clears");
+  cf->add_option("--global-max-workers", conf->global_max_workers,
+                 "jobs running at once, all workers of the database together, 1..100000; "
+                 "0 clears");
   cf->add_flag("--json", *conf_json, "print the settings afterwards as JSON");
   cf->callback([&ctx, conf, conf_json] {
-    if (!conf->dlq && !conf->priority_aging_ms && !conf->deadline_ms && !conf->max_workers_hint) {
+    if (!conf->dlq && !conf->priority_aging_ms && !conf->deadline_ms && !conf->max_workers_hint &&
+        !conf->max_rate && !conf->burst && !conf->global_max_workers) {
       throw CLI::ValidationError(
           "nothing to change: give at least one of --dlq, --priority-aging-ms, --deadline-ms, "
-          "--max-workers-hint");
+          "--max-workers-hint, --max-rate, --burst, --global-max-workers");
     }
     ctx.action = [&ctx, conf, conf_json] { return configure(ctx, *conf, *conf_json); };
   });

@@ -36,7 +36,10 @@ nlohmann::json queue_json(const QueueSummary& q) {
             {"dlq_enabled", s.dlq_enabled},
             {"priority_aging_ms", opt(s.priority_aging_ms)},
             {"deadline_ms", opt(s.deadline_ms)},
-            {"max_workers_hint", opt(s.max_workers_hint)}}}};
+            {"max_workers_hint", opt(s.max_workers_hint)},
+            {"max_rate", opt(s.max_rate)},
+            {"burst", opt(s.burst)},
+            {"global_max_workers", opt(s.global_max_workers)}}}};
 }
 
 // The summary of a queue the schema knows; 404 otherwise (400 for an invalid name, from

@@ -97,7 +97,12 @@ struct QueueSettings {
   std::optional<std::int64_t> priority_aging_ms;  // claim-time aging; unset: the worker's
   std::optional<std::int64_t> deadline_ms;        // attempt deadline; unset: the worker's
   std::optional<int> max_workers_hint;            // informational only
-  bool configured = false;                        // a queue_meta row exists
+  // Limits enforced by every claim of the queue, in the database (docs/scheduling.md,
+  // "Rate limits and concurrency"); unset: none.
+  std::optional<double> max_rate;         // claims per second, all workers together
+  std::optional<int> burst;               // claims at once; unset: max(1, ceil(max_rate))
+  std::optional<int> global_max_workers;  // attempts open at once, all workers together
+  bool configured = false;                // a queue_meta row exists
 };
 
 // A change to a queue's settings: only the fields set are written (an upsert of
@@ -107,6 +112,11 @@ struct QueueConfigChange {
   std::optional<std::int64_t> priority_aging_ms;
   std::optional<std::int64_t> deadline_ms;
   std::optional<int> max_workers_hint;
+  // Limits: 0 clears. InvalidArgument (naming the field) for a value out of range:
+  // max_rate (0, 1000000] claims/s, burst 1..1000000, global_max_workers 1..100000.
+  std::optional<double> max_rate;
+  std::optional<int> burst;
+  std::optional<int> global_max_workers;
 };
 
 // One queue as `awa queue list` / `awa queue stats` show it.
@@ -349,7 +359,9 @@ class Admin {
   // Upserts the set fields; out-of-range values are refused by queue_meta's CHECK
   // constraints (ConstraintViolation, SQLSTATE 23514), nothing changed. Returns the
   // settings afterwards. priority_aging_ms and deadline_ms apply to claims whose worker
-  // sets none (a deadline above 100 years counts as 100 years).
+  // sets none (a deadline above 100 years counts as 100 years). The limits are checked
+  // here first (InvalidArgument naming the field, nothing sent); running workers pick a
+  // change up within a few seconds.
   QueueSettings configure_queue(Connection& conn, const std::string& queue,
                                 const QueueConfigChange& change) const;
   // ADR-025's admin lookup: available jobs that have waited at least `aging` per level

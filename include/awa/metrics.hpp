@@ -178,6 +178,11 @@ struct EngineMetrics {
   // as the maintenance leader; outcome "enqueued" (one per job) or "failed" (the schedule
   // was left due, docs/scheduling.md).
   Family<Counter>& periodic_fires;
+  // awa_claims_limited_total{queue, limit}: claims of a queue with a limit (docs/
+  // scheduling.md, "Rate limits and concurrency") that came back empty while the queue
+  // had available jobs, counted by this process's dispatchers; limit is the queue's limit
+  // then: "rate", "concurrency", or "rate+concurrency" when both are set.
+  Family<Counter>& claims_limited;
 };
 // Registers them on first call.
 EngineMetrics& engine();

@@ -35,6 +35,20 @@
 -- row's run_at; the lane priority stays in every key and is returned beside it.
 -- aging and deadline default to the queue's queue_meta settings (priority_aging_ms,
 -- deadline_ms) when the caller passes NULL; a paused queue claims nothing.
+--
+-- Limits (migration 0009, docs/scheduling.md "Rate limits and concurrency"), read with the
+-- other settings in the same primary-key probe; a queue with none set runs no statement
+-- more than before.
+--   global_max_workers: a transaction-scoped advisory lock per queue serialises the
+--     queue's claimers up to their commit; in a NEW statement (READ COMMITTED: its
+--     snapshot is taken after the lock, so it shows every earlier holder's committed
+--     claim) count the queue's open attempts — claim batch items minus closed items, the
+--     definition close_attempts writes — and claim at most the limit minus that. Counted,
+--     not kept in a counter: completion, release, rescue and cancel change nothing here,
+--     and nothing can drift.
+--   max_rate / burst: a token bucket row per queue, locked and refilled for the time
+--     elapsed (clock_timestamp, after the lock), caps the claim at floor(tokens); what was
+--     actually claimed is taken out after the claim, so an empty claim costs nothing.
 -- Each lane's first row at or after its claim cursor in one ready slot (none for a NULL
 -- slot). A SQL function so that PostgreSQL inlines it: called with a scalar slot it is
 -- pruned to one partition at executor start-up and walks the primary key in lane_seq
@@ -90,6 +104,13 @@ DECLARE
     v_meta_aging_ms    bigint;
     v_meta_deadline_ms bigint;
     v_deadline   interval;
+    v_max_rate   double precision;
+    v_burst      integer;
+    v_global_max integer;
+    v_max_batch  integer := p_max_batch;
+    v_tokens     double precision;
+    v_open       bigint;
+    v_claimed    bigint := 0;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
@@ -97,12 +118,50 @@ BEGIN
     -- The queue's settings, in one primary-key probe: a paused queue claims nothing; the
     -- worker's aging and deadline win, the queue's apply when the worker passes none. A
     -- deadline is capped at 100 years so that now() + it stays a valid timestamp.
-    SELECT m.paused, m.priority_aging_ms, m.deadline_ms
-    INTO v_paused, v_meta_aging_ms, v_meta_deadline_ms
+    SELECT m.paused, m.priority_aging_ms, m.deadline_ms, m.max_rate, m.burst, m.global_max_workers
+    INTO v_paused, v_meta_aging_ms, v_meta_deadline_ms, v_max_rate, v_burst, v_global_max
     FROM {schema}.queue_meta m
     WHERE m.queue = p_queue;
     IF v_paused THEN
         RETURN;
+    END IF;
+
+    IF v_global_max IS NOT NULL THEN
+        -- A snapshot older than the lock (REPEATABLE READ, SERIALIZABLE) would miss the
+        -- previous holder's claim and let the queue exceed its limit.
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION 'claim_ready_runtime: queue % has a global concurrency limit; claim it in a READ COMMITTED transaction',
+                p_queue USING ERRCODE = '0A000';
+        END IF;
+        PERFORM pg_advisory_xact_lock(hashtext('{schema}:queue_limit'), hashtext(p_queue));
+        SELECT coalesce(sum(b.n_items - coalesce((SELECT sum(c.n_closed)
+                                                  FROM {schema}.claim_closures c
+                                                  WHERE c.claim_slot = b.claim_slot
+                                                    AND c.batch_id = b.batch_id), 0)), 0)
+        INTO v_open
+        FROM {schema}.claim_batches b
+        WHERE b.queue = p_queue;
+        IF v_open >= v_global_max THEN
+            RETURN;
+        END IF;
+        v_max_batch := least(v_max_batch, v_global_max - v_open);
+    END IF;
+    IF v_max_rate IS NOT NULL THEN
+        v_burst := coalesce(v_burst, greatest(1, ceil(v_max_rate))::integer);
+        -- Created full; refilled for the time since the last claimer's refill, read after
+        -- the row lock is granted (a claimer that waited for it is not paid for the wait
+        -- twice: refilled_at only moves forward).
+        INSERT INTO {schema}.queue_rate_buckets AS k (queue, tokens, refilled_at)
+        VALUES (p_queue, v_burst, clock_timestamp())
+        ON CONFLICT (queue) DO UPDATE SET
+            tokens = least(v_burst::double precision,
+                           k.tokens + v_max_rate * greatest(0, extract(epoch FROM clock_timestamp() - k.refilled_at))),
+            refilled_at = greatest(k.refilled_at, clock_timestamp())
+        RETURNING k.tokens INTO v_tokens;
+        IF v_tokens < 1 THEN
+            RETURN;
+        END IF;
+        v_max_batch := least(v_max_batch, floor(v_tokens)::integer);
     END IF;
 
     v_aging_s := coalesce(extract(epoch FROM p_aging)::double precision,
@@ -170,7 +229,7 @@ BEGIN
         FOR UPDATE OF claims SKIP LOCKED;
 
         IF NOT FOUND THEN
-            RETURN;
+            EXIT;
         END IF;
 
         -- Re-read the cursor under the lock: a claimer that committed after our candidate
@@ -199,7 +258,7 @@ BEGIN
               AND r.queue = p_queue
               AND r.priority = v_priority
               AND r.enqueue_shard = v_shard
-              AND r.lane_seq BETWEEN v_lo AND v_lo + p_max_batch - 1),
+              AND r.lane_seq BETWEEN v_lo AND v_lo + v_max_batch - 1),
         dead AS MATERIALIZED (
             SELECT t.lane_seq
             FROM {schema}.ready_tombstones t
@@ -208,7 +267,7 @@ BEGIN
               AND t.queue = p_queue
               AND t.priority = v_priority
               AND t.enqueue_shard = v_shard
-              AND t.lane_seq BETWEEN v_lo AND v_lo + p_max_batch - 1),
+              AND t.lane_seq BETWEEN v_lo AND v_lo + v_max_batch - 1),
         live AS MATERIALIZED (
             SELECT p.* FROM picked p WHERE p.lane_seq NOT IN (SELECT d.lane_seq FROM dead d)),
         batch AS MATERIALIZED (
@@ -237,8 +296,12 @@ BEGIN
 
         GET DIAGNOSTICS v_rows = ROW_COUNT;
         IF v_rows > 0 OR v_tries >= 8 THEN
-            RETURN;
+            v_claimed := v_rows;
+            EXIT;
         END IF;
     END LOOP;
+    IF v_max_rate IS NOT NULL AND v_claimed > 0 THEN
+        UPDATE {schema}.queue_rate_buckets k SET tokens = k.tokens - v_claimed WHERE k.queue = p_queue;
+    END IF;
 END
 $$;

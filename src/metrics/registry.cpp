@@ -294,6 +294,10 @@ EngineMetrics& engine() {
                   "Periodic schedules fired by this process as leader: outcome enqueued (per "
                   "job) or failed (the schedule stays due).",
                   {"periodic", "outcome"}),
+        r.counter("awa_claims_limited_total",
+                  "Claims of a limited queue that came back empty while it had available jobs "
+                  "(its rate or global concurrency limit held them back).",
+                  {"queue", "limit"}),
     };
   }();
   return *m;

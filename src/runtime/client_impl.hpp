@@ -85,6 +85,12 @@ struct Client::Impl {
     metrics::Gauge* running_gauge = nullptr;     // awa_jobs_running{queue}; atomic itself
     metrics::Gauge* prefetched_gauge = nullptr;  // awa_jobs_prefetched{queue}
     std::vector<std::thread> threads;            // its claimers; [0] LISTENs
+    // The queue's database-enforced limits (queue_meta, migration 0009) as last read, and
+    // when; re-read every kLimitsRefresh by whichever claimer finds them stale.
+    std::optional<double> max_rate;         // claims/s, all processes together
+    std::optional<int> global_max_workers;  // open attempts, all processes together
+    std::chrono::steady_clock::time_point limits_read_at{};
+    bool limits_read = false;
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -176,6 +182,26 @@ struct Client::Impl {
   // Waits up to `d` or until stop; false when stopping.
   bool pause_dispatch(std::chrono::milliseconds d);
 
+  // The prefetch goal of `q`: none for a limited queue — a prefetched job holds one of
+  // the global limit's slots (or one of the rate's tokens) while it waits, so this process
+  // would keep work from the others' idle workers. REQUIRES: mu_ held.
+  int prefetch_goal(const QueueState& q) const {
+    if (q.max_rate || q.global_max_workers) return 0;
+    return q.pace.goal(q.config.max_prefetch);
+  }
+
+  // Reads `q`'s limits on `conn` (queries/runtime/queue_limits.sql) into `q`; returns
+  // whether the queue has an available row now. Throws on a database error.
+  bool read_limits(QueueState& q, pg::Connection& conn, const std::string& sql);
+
+  // After a claim of a limited queue that came back empty: if the queue still has an
+  // available row, the limit held it back, and the next claim should come sooner than
+  // the poll interval — about one token's time for a rate limit, a short fixed interval
+  // for a concurrency limit (no notification says that another process's job ended).
+  // nullopt: not limited, or nothing to claim.
+  std::optional<std::chrono::milliseconds> limited_wait(QueueState& q, pg::Connection& conn,
+                                                        const std::string& sql);
+
   // Claimer 0 of a queue: LISTENs, claims on notifications, polls.
   void dispatch(QueueState& q);
   // Claimers 1..: claim on their own connections while the queue is busy, so claims of
@@ -189,8 +215,9 @@ struct Client::Impl {
   int reserve_claim(QueueState& q);
   // One claim on `conn` (opened if needed), at most `want` rows, handed to the workers.
   // Returns rows claimed, or nullopt after an error (the reservation is dropped).
+  // `limits_sql`: the rendered queries/runtime/queue_limits.sql, re-read when stale.
   std::optional<int> claim_into(QueueState& q, std::optional<pg::Connection>& conn, int want,
-                                bool listen);
+                                bool listen, const std::string& limits_sql);
 
   // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);

@@ -1,7 +1,11 @@
 // The dispatchers: one thread per queue that claims on its own LISTENing connection, for
 // the free workers and a prefetch buffer sized by the pace of the workers.
 #include "runtime/client_impl.hpp"
+#include "schema/sql_catalog.hpp"
 #include "storage/store_access.hpp"
+
+#include <algorithm>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -20,7 +24,71 @@ using std::chrono::milliseconds;
 constexpr milliseconds kQuickRetries[] = {milliseconds(5), milliseconds(25)};
 constexpr std::size_t kNoQuickRetry = std::size(kQuickRetries);
 
+// Limits are set by an operator (awa queue configure) while workers run: how stale the
+// dispatchers' copy may be.
+constexpr std::chrono::seconds kLimitsRefresh{2};
+// A concurrency-limited queue with work waiting is claimed again after this long: slots
+// freed by other processes' jobs are not notified. 20 small claims a second per process
+// at most, and only while rows wait.
+constexpr milliseconds kConcurrencyRetry{50};
+// A rate-limited queue with work waiting is claimed again after about one token's time,
+// within these bounds.
+constexpr milliseconds kMinRateRetry{5};
+constexpr milliseconds kMaxRateRetry{1000};
+
+std::string limits_sql(const std::string& schema) {
+  return sql::render(sql::file("queries/runtime/queue_limits.sql"), sql::quote_schema(schema));
+}
+
 }  // namespace
+
+bool Client::Impl::read_limits(QueueState& q, pg::Connection& conn, const std::string& sql) {
+  const auto res = conn.exec(sql, pg::make_params(q.config.name));
+  const auto rate = res.get_opt<double>(0, 0);
+  const auto global = res.get_opt<std::int32_t>(0, 1);
+  const bool backlog = res.get<bool>(0, 2);
+  std::lock_guard lock(mu_);
+  const bool changed = rate != q.max_rate || global != q.global_max_workers;
+  if (q.limits_read ? changed : (rate || global)) {
+    spdlog::info("dispatcher {}: limits max_rate {}, global_max_workers {}", q.config.name,
+                 rate ? fmt::format("{}/s", *rate) : "none",
+                 global ? std::to_string(*global) : "none");
+  }
+  q.max_rate = rate;
+  q.global_max_workers = global;
+  q.limits_read_at = Clock::now();
+  q.limits_read = true;
+  q.prefetch_goal = prefetch_goal(q);
+  return backlog;
+}
+
+std::optional<milliseconds> Client::Impl::limited_wait(QueueState& q, pg::Connection& conn,
+                                                       const std::string& sql) {
+  {
+    std::lock_guard lock(mu_);
+    if (!q.max_rate && !q.global_max_workers) return std::nullopt;
+  }
+  if (!read_limits(q, conn, sql)) return std::nullopt;
+  std::lock_guard lock(mu_);
+  metrics::engine()
+      .claims_limited
+      .with({q.config.name, q.max_rate && q.global_max_workers ? "rate+concurrency"
+                            : q.max_rate                       ? "rate"
+                                                               : "concurrency"})
+      .inc();
+  std::optional<milliseconds> wait;
+  if (q.global_max_workers) wait = kConcurrencyRetry;
+  if (q.max_rate) {
+    const double token_ms = std::ceil(1000.0 / *q.max_rate);
+    const auto token = milliseconds(
+        static_cast<std::int64_t>(std::clamp(token_ms, static_cast<double>(kMinRateRetry.count()),
+                                             static_cast<double>(kMaxRateRetry.count()))));
+    // Both limits: the sooner; a claim that finds the other one binding costs one round
+    // trip.
+    wait = wait ? std::min(*wait, token) : token;
+  }
+  return wait;
+}
 
 bool Client::Impl::pause_dispatch(milliseconds d) {
   std::unique_lock lock(mu_);
@@ -29,7 +97,7 @@ bool Client::Impl::pause_dispatch(milliseconds d) {
 
 int Client::Impl::reserve_claim(QueueState& q) {
   q.pace.observe(q.started, Clock::now());
-  q.prefetch_goal = q.pace.goal(q.config.max_prefetch);
+  q.prefetch_goal = prefetch_goal(q);
   const int want = claim_want(q);
   q.claiming += want;
   return want;
@@ -53,7 +121,7 @@ int Client::Impl::await_claim(QueueState& q, bool helper) {
 }
 
 std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Connection>& conn,
-                                            int want, bool listen) {
+                                            int want, bool listen, const std::string& limits_sql) {
   std::vector<ClaimedEntry> claimed;
   Clock::duration took{};
   try {
@@ -80,6 +148,12 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
       while (conn->wait_notification(milliseconds(0))) {
       }
     }
+    bool stale = false;
+    {
+      std::lock_guard lock(mu_);
+      stale = !q.limits_read || Clock::now() - q.limits_read_at >= kLimitsRefresh;
+    }
+    if (stale) read_limits(q, *conn, limits_sql);
     QueueStorage::ClaimOptions copts;
     copts.max_batch = want;
     copts.deadline = q.config.deadline;
@@ -101,7 +175,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
   std::lock_guard lock(mu_);
   if (n > 0) {
     q.pace.claimed(took, q.started, Clock::now());
-    q.prefetch_goal = q.pace.goal(q.config.max_prefetch);
+    q.prefetch_goal = prefetch_goal(q);
     if (!q.busy) {
       q.busy = true;
       slot_cv_.notify_all();  // the helper claimers
@@ -116,13 +190,14 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
 }
 
 void Client::Impl::dispatch(QueueState& q) {
+  const std::string sql = limits_sql(options_.schema);
   std::optional<pg::Connection> conn;
   auto backoff = kMinBackoff;
   std::size_t quick = 0;
   for (;;) {
     const int want = await_claim(q, false);
     if (want == 0) break;  // stopping
-    const auto got = claim_into(q, conn, want, true);
+    const auto got = claim_into(q, conn, want, true, sql);
     if (!got) {
       spdlog::info("dispatcher {}: retrying in {} ms", q.config.name, backoff.count());
       if (!pause_dispatch(backoff)) break;
@@ -138,6 +213,14 @@ void Client::Impl::dispatch(QueueState& q) {
     }
     milliseconds wait = q.config.poll_interval;
     if (quick < kNoQuickRetry) wait = std::min(wait, kQuickRetries[quick++]);
+    try {
+      if (const auto limited = limited_wait(q, *conn, sql)) wait = std::min(wait, *limited);
+    } catch (const std::exception& e) {
+      // Only the wait is at stake: poll as if the queue were not limited.
+      spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
+      if (!conn->ok()) conn.reset();
+    }
+    if (!conn) continue;
     {
       std::lock_guard lock(mu_);
       // stop() sets the flag before it notifies the wake channel, so either we see it
@@ -155,12 +238,13 @@ void Client::Impl::dispatch(QueueState& q) {
 }
 
 void Client::Impl::help_dispatch(QueueState& q) {
+  const std::string sql = limits_sql(options_.schema);
   std::optional<pg::Connection> conn;
   auto backoff = kMinBackoff;
   for (;;) {
     const int want = await_claim(q, true);
     if (want == 0) break;  // stopping
-    if (!claim_into(q, conn, want, false)) {
+    if (!claim_into(q, conn, want, false, sql)) {
       if (!pause_dispatch(backoff)) break;
       backoff = std::min(backoff * 2, kMaxBackoff);
       continue;

@@ -2,7 +2,10 @@
 // sql/functions/0052_queue_admin.sql and sql/queries/admin/.
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "awa/admin.hpp"
+#include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
@@ -11,10 +14,32 @@
 namespace awa {
 namespace {
 
+// Admin::configure_queue's limits: the CHECK constraints of migration 0009 would refuse
+// these too, but a message naming the field is worth the duplication. NaN fails every
+// comparison below and is refused with the rest.
+void validate_limits(const QueueConfigChange& c) {
+  if (c.max_rate && !(*c.max_rate >= 0 && *c.max_rate <= 1000000)) {
+    throw InvalidArgument(fmt::format(
+        "max_rate must be a number of claims per second in (0, 1000000], or 0 to clear it "
+        "(got {})",
+        *c.max_rate));
+  }
+  if (c.burst && (*c.burst < 0 || *c.burst > 1000000)) {
+    throw InvalidArgument(
+        fmt::format("burst must be between 1 and 1000000, or 0 to clear it (got {})", *c.burst));
+  }
+  if (c.global_max_workers && (*c.global_max_workers < 0 || *c.global_max_workers > 100000)) {
+    throw InvalidArgument(
+        fmt::format("global_max_workers must be between 1 and 100000, or 0 to clear it (got {})",
+                    *c.global_max_workers));
+  }
+}
+
 // Columns 0..6 of queue_overview.sql and configure_queue.sql:
 // queue, [configured,] enqueue_shards, paused, dlq_enabled, priority_aging_ms,
-// deadline_ms, max_workers_hint. `first` is the column of enqueue_shards.
-void read_settings(const pg::Result& res, int row, int first, QueueSettings& s) {
+// deadline_ms, max_workers_hint. `first` is the column of enqueue_shards; `limits` the
+// column of max_rate, followed by burst and global_max_workers.
+void read_settings(const pg::Result& res, int row, int first, int limits, QueueSettings& s) {
   s.queue = res.get<std::string>(row, 0);
   s.enqueue_shards = res.get<std::int16_t>(row, first);
   s.paused = res.get<bool>(row, first + 1);
@@ -22,12 +47,15 @@ void read_settings(const pg::Result& res, int row, int first, QueueSettings& s) 
   s.priority_aging_ms = res.get_opt<std::int64_t>(row, first + 3);
   s.deadline_ms = res.get_opt<std::int64_t>(row, first + 4);
   s.max_workers_hint = res.get_opt<std::int32_t>(row, first + 5);
+  s.max_rate = res.get_opt<double>(row, limits);
+  s.burst = res.get_opt<std::int32_t>(row, limits + 1);
+  s.global_max_workers = res.get_opt<std::int32_t>(row, limits + 2);
 }
 
 QueueSummary read_summary(const pg::Result& res, int row) {
   QueueSummary q;
   q.known = true;
-  read_settings(res, row, 2, q.settings);
+  read_settings(res, row, 2, 17, q.settings);
   q.settings.configured = res.get<bool>(row, 1);
   QueueCounts& c = q.counts;
   c.available = res.get<std::int64_t>(row, 8);
@@ -79,12 +107,14 @@ void Admin::resume_queue(Connection& conn, const std::string& queue) const {
 QueueSettings Admin::configure_queue(Connection& conn, const std::string& queue,
                                      const QueueConfigChange& change) const {
   storage::validate_queue_name(queue);
-  const auto res =
-      pg::native(conn).exec(sql::render(sql::file("queries/admin/configure_queue.sql"), quoted_),
-                            pg::make_params(queue, change.dlq_enabled, change.priority_aging_ms,
-                                            change.deadline_ms, change.max_workers_hint));
+  validate_limits(change);
+  const auto res = pg::native(conn).exec(
+      sql::render(sql::file("queries/admin/configure_queue.sql"), quoted_),
+      pg::make_params(queue, change.dlq_enabled, change.priority_aging_ms, change.deadline_ms,
+                      change.max_workers_hint, change.max_rate, change.burst,
+                      change.global_max_workers));
   QueueSettings s;
-  read_settings(res, 0, 1, s);
+  read_settings(res, 0, 1, 7, s);
   s.configured = true;
   return s;
 }

@@ -48,9 +48,13 @@ inline bool eventually(Pred pred, milliseconds timeout, milliseconds step = mill
 class AwaProcess {
  public:
   AwaProcess(const std::string& schema, const std::vector<std::string>& args)
+      : AwaProcess(AWA_CLI_PATH, with_schema(schema, args), schema) {}
+  // Another program (a test worker): `binary` with `args`, logged like `awa`.
+  AwaProcess(const std::string& binary, const std::vector<std::string>& args,
+             const std::string& schema)
       : log_path_(::testing::TempDir() + "awa_" + schema + "_" + std::to_string(counter_++) +
                   ".log") {
-    std::vector<std::string> argv_s{AWA_CLI_PATH, "--schema", schema};
+    std::vector<std::string> argv_s{binary};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& s : argv_s) argv.push_back(s.data());
@@ -60,7 +64,7 @@ class AwaProcess {
     posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     // DATABASE_URL is inherited from the test's environment.
-    const int rc = posix_spawn(&pid_, AWA_CLI_PATH, &fa, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
   }
@@ -98,6 +102,13 @@ class AwaProcess {
   }
 
  private:
+  static std::vector<std::string> with_schema(const std::string& schema,
+                                              const std::vector<std::string>& args) {
+    std::vector<std::string> out{"--schema", schema};
+    out.insert(out.end(), args.begin(), args.end());
+    return out;
+  }
+
   static inline std::atomic<int> counter_{0};
   std::string log_path_;
   pid_t pid_ = -1;

@@ -39,6 +39,18 @@ TEST_F(ServeTest, QueuesListsExactCountsPerQueue) {
   EXPECT_EQ(sh["settings"]["enqueue_shards"], 4);
   EXPECT_EQ(sh["settings"]["configured"], true);
   EXPECT_TRUE(sh["settings"]["deadline_ms"].is_null());
+  EXPECT_TRUE(sh["settings"]["max_rate"].is_null());
+  EXPECT_TRUE(sh["settings"]["global_max_workers"].is_null());
+  // The limits as configured (docs/scheduling.md, "Rate limits and concurrency").
+  QueueConfigChange limits;
+  limits.max_rate = 20;
+  limits.burst = 5;
+  limits.global_max_workers = 3;
+  admin().configure_queue(ac(), "q1", limits);
+  const auto limited = get("/api/queues/q1");
+  EXPECT_EQ(limited["settings"]["max_rate"], 20.0);
+  EXPECT_EQ(limited["settings"]["burst"], 5);
+  EXPECT_EQ(limited["settings"]["global_max_workers"], 3);
 
   // The same object for one queue, but for the age, which moves on between calls.
   auto one = get("/api/queues/sharded");
