@@ -85,6 +85,9 @@ struct Client::Impl {
     metrics::Gauge* running_gauge = nullptr;     // awa_jobs_running{queue}; atomic itself
     metrics::Gauge* prefetched_gauge = nullptr;  // awa_jobs_prefetched{queue}
     std::vector<std::thread> threads;            // its claimers; [0] LISTENs
+    // Pooled mode with a direct URL: claimer 0 LISTENs on a direct connection and claims
+    // on this pooled one. Claimer 0's thread only.
+    std::optional<pg::Connection> pooled_claim;
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -129,6 +132,22 @@ struct Client::Impl {
     c.url = options_.database_url;
     c.connect_timeout = options_.connect_timeout;
     c.application_name = options_.application_name;
+    c.pooled = pooled();
+    return c;
+  }
+
+  // database_url goes through a transaction pooler (ClientOptions::pooled).
+  bool pooled() const { return options_.pooled || !options_.direct_database_url.empty(); }
+  // Notifications can be received: connections with a session exist for LISTEN. Without
+  // (pooled, no direct URL) the claimers poll and cancels wait for the next heartbeat.
+  bool listens() const { return !pooled() || !options_.direct_database_url.empty(); }
+  // For LISTEN and the leader's session lock: the direct URL when there is one.
+  pg::ConnectOptions session_connect_options() const {
+    pg::ConnectOptions c = connect_options();
+    if (!options_.direct_database_url.empty()) {
+      c.url = options_.direct_database_url;
+      c.pooled = false;
+    }
     return c;
   }
 
@@ -232,6 +251,11 @@ struct Client::Impl {
   void cancel_running(std::string_view payload);
 
   void control();
+
+  // Pooled mode, at start(): LISTENs where the runtime would (the direct URL, else a
+  // pooled connection), NOTIFYs through the pool and waits up to a second. Logs the
+  // outcome and sets awa_notify_ok{schema}; returns whether the notification arrived.
+  bool notify_self_test();
 
   // --- instance registry (runtime/instance_registry.hpp) -----------------------------------
 
