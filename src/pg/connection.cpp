@@ -175,7 +175,11 @@ Connection Connection::connect(const ConnectOptions& options) {
     // session they would outlive us and apply to other clients, and they would describe
     // the pooler's socket, not ours (the pooler has keepalive settings of its own).
     c.exec("SET TimeZone='UTC'; SET DateStyle='ISO'; SET client_encoding='UTF8'");
+    c.settings_ = options.settings;
     return c;
+  }
+  for (const auto& [name, value] : options.settings) {
+    c.query("SELECT pg_catalog.set_config($1, $2, false)", name, value);
   }
   // Result accessors parse timestamps in this exact rendering. Then the server side of
   // the keepalives, unless the URL's options or the server's configuration chose
@@ -236,6 +240,17 @@ Result Connection::exec(std::string_view sql) {
 
 Result Connection::exec(std::string_view sql, const Params& params) {
   PGconn* conn = require_open();
+  if (!settings_.empty()) {
+    // Pooled: the settings and the statement up to one Sync form one implicit
+    // transaction, whichever server session the pooler gives it, and end with it.
+    Pipeline p(*this);
+    for (const auto& [name, value] : settings_) {
+      p.add("SELECT pg_catalog.set_config($1, $2, true)", make_params(name, value));
+    }
+    p.add(sql, params);
+    auto results = p.run();
+    return std::move(results.back());
+  }
   const std::string text(sql);
   return check(PQexecParams(conn, text.c_str(), param_count(params), nullptr, params.values(),
                             nullptr, nullptr, 0),

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "pg/params.hpp"
@@ -42,6 +43,11 @@ struct ConnectOptions {
   // pipeline's cached statements send the statement text each time (unnamed statement)
   // instead of preparing it in the server session. Default: false.
   bool pooled = false;
+  // Settings (name, value) for this connection's statements. Direct: SET for the session
+  // at connect. Pooled: set_config(name, value, true) before each parameterised statement,
+  // in the same implicit transaction (one pipeline, one Sync: no extra round trip), so a
+  // setting never outlives our transaction on a shared server session. Default: none.
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 struct Notification {
@@ -66,7 +72,8 @@ class Connection {
   // One or more statements without parameters (simple query protocol). Returns the
   // last statement's result.
   Result exec(std::string_view sql);
-  // One statement with parameters (extended protocol, unnamed statement).
+  // One statement with parameters (extended protocol, unnamed statement); on a pooled
+  // connection with settings, preceded by them in the same implicit transaction.
   Result exec(std::string_view sql, const Params& params);
   template <class... Args>
   Result query(std::string_view sql, const Args&... args) {
@@ -124,6 +131,7 @@ class Connection {
   std::unique_ptr<pg_conn, Deleter> conn_;
   std::unordered_set<std::string> prepared_;  // statement names prepared on this session
   bool pooled_ = false;
+  std::vector<std::pair<std::string, std::string>> settings_;  // pooled: per statement
   // Pooled: the text of each "prepared" statement by name; nothing lives on the server.
   std::unordered_map<std::string, std::string> unnamed_;
 };

@@ -141,6 +141,8 @@ struct Client::Impl {
   // Notifications can be received: connections with a session exist for LISTEN. Without
   // (pooled, no direct URL) the claimers poll and cancels wait for the next heartbeat.
   bool listens() const { return !pooled() || !options_.direct_database_url.empty(); }
+  // The claimers' connections (dispatcher.cpp).
+  pg::ConnectOptions claim_options() const;
   // For LISTEN and the leader's session lock: the direct URL when there is one.
   pg::ConnectOptions session_connect_options() const {
     pg::ConnectOptions c = connect_options();

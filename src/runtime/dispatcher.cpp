@@ -22,6 +22,14 @@ constexpr std::size_t kNoQuickRetry = std::size(kQuickRetries);
 
 }  // namespace
 
+pg::ConnectOptions Client::Impl::claim_options() const {
+  pg::ConnectOptions c = connect_options();
+  // Pooled: synchronous_commit = off per claim transaction (see claim_into), in the
+  // claim's own round trip (pg::ConnectOptions::settings).
+  if (pooled()) c.settings = {{"synchronous_commit", "off"}};
+  return c;
+}
+
 bool Client::Impl::pause_dispatch(milliseconds d) {
   std::unique_lock lock(mu_);
   return !slot_cv_.wait_for(lock, d, [&] { return dispatch_stop_; });
@@ -60,15 +68,15 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     if (!conn || !conn->ok()) {
       conn.reset();
       // Kept only once fully set up: a setup step that fails is retried on a new one.
-      auto fresh = pg::Connection::connect(listen ? session_connect_options() : connect_options());
+      auto fresh = pg::Connection::connect(listen ? session_connect_options() : claim_options());
       // A claim need not wait for its WAL flush: if the server loses an acknowledged
       // claim in a crash, the job is simply claimable again (at-least-once: it may run
       // twice, it is never lost), and a completion, which commits synchronously, flushes
       // the WAL through its attempt's claim before it is acknowledged — so no finished job
       // can come back. This takes the fsync out of every claim round trip.
-      // Not through a transaction pooler: a session SET there lands on whichever server
-      // session serves it, applies to its other clients and not reliably to our claims
-      // (docs/deployment.md); pooled claims commit synchronously.
+      // Through a transaction pooler a session SET would land on whichever server session
+      // serves it and apply to its other clients, not reliably to our claims: pooled
+      // claim connections set it per claim transaction instead (claim_options()).
       if (!pooled()) fresh.exec("SET synchronous_commit = off");
       if (listen) {
         fresh.listen(q.channel);
@@ -87,7 +95,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     if (listen && pooled()) {  // LISTENs on a direct connection, claims through the pooler
       if (!q.pooled_claim || !q.pooled_claim->ok()) {
         q.pooled_claim.reset();
-        q.pooled_claim.emplace(pg::Connection::connect(connect_options()));
+        q.pooled_claim.emplace(pg::Connection::connect(claim_options()));
       }
       claim_conn = &*q.pooled_claim;
     }

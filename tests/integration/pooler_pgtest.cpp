@@ -97,6 +97,26 @@ TEST_F(PoolerTest, PooledConnectionsKeepUtcWhileAnotherClientChangesTheZone) {
   }
 }
 
+TEST_F(PoolerTest, PooledSettingsLastOneTransactionOnTheSharedSession) {
+  // The pooled claimers' synchronous_commit = off (pg::ConnectOptions::settings): set in
+  // each statement's own implicit transaction, never left on the shared server session.
+  const auto url = single_session_url(pooled_url_);
+  auto with = pooled_connect(url);
+  with.settings = {{"synchronous_commit", "off"}};
+  auto ours = pg::Connection::connect(with);
+  auto other = pg::Connection::connect(pooled_connect(url));
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(ours.query("SELECT current_setting($1)", std::string("synchronous_commit"))
+                  .get<std::string>(0, 0),
+              "off");
+    EXPECT_EQ(other.query("SELECT current_setting($1)", std::string("synchronous_commit"))
+                  .get<std::string>(0, 0),
+              "on");
+  }
+  EXPECT_EQ(ours.query("SELECT pg_backend_pid()").get<int>(0, 0),
+            other.query("SELECT pg_backend_pid()").get<int>(0, 0));  // one shared session
+}
+
 TEST_F(PoolerTest, ListenOnAPooledConnectionMissesNotifications) {
   // What PgBouncer 1.18 does with LISTEN in transaction mode, pinned: the LISTEN runs on
   // a server session that goes back to the pool after the statement; a NOTIFY committed
