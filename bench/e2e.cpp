@@ -42,10 +42,19 @@
 // (--producers producers, default 4, batches sized so each producer makes at most
 // 250 insert calls/s), --seconds each.
 //
+// mode pooler (e2e_pooler.cpp): per run, a drain of --jobs and an idle-pickup rate run
+// (200 jobs/s, one producer, single-job inserts, --seconds) in three set-ups: the Client
+// direct; through the transaction pooler --pooler-url (default $AWA_POOLER_URL; e.g.
+// scripts/pgbouncer) with DATABASE_URL as its direct URL; and through it poll-only
+// (docs/deployment.md). Producers and seeding stay on DATABASE_URL, so the cells differ
+// only in the runtime's connections. --poll-ms sets the queue's poll interval (which
+// bounds the poll-only pickup).
+//
 // Bounded: a fixed number of jobs, a statement_timeout on every benchmark session, and
 // time limits on the producer, the settle wait and the drain.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -398,6 +407,7 @@ int run(const Options& o) {
   const auto machine = machine_info(admin);
   if (o.mode == "compare") return run_compare(admin, o, machine);
   if (o.mode == "ladder") return run_ladder(admin, o, machine);
+  if (o.mode == "pooler") return run_pooler(admin, o.setup, o.runs, o.json_path, machine);
   return run_single(admin, o, machine);
 }
 
@@ -408,8 +418,8 @@ int main(int argc, char** argv) {
   awa::bench::Options o;
   auto& st = o.setup;
   CLI::App app{"e2e: the full runtime (awa::Client) under a fixed offered load, or draining"};
-  app.add_option("--mode", o.mode, "rate | drain | compare | ladder")
-      ->check(CLI::IsMember({"rate", "drain", "compare", "ladder"}))
+  app.add_option("--mode", o.mode, "rate | drain | compare | ladder | pooler")
+      ->check(CLI::IsMember({"rate", "drain", "compare", "ladder", "pooler"}))
       ->capture_default_str();
   app.add_option("--rate", st.rate, "rate mode: jobs/s offered")->capture_default_str();
   app.add_option("--seconds", st.seconds, "rate, ladder: seconds of offered load")
@@ -427,6 +437,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 8))
       ->capture_default_str();
   app.add_option("--runs", o.runs, "runs (medians reported)")->capture_default_str();
+  app.add_option("--poll-ms", st.poll_ms, "the queue's poll interval (0: the default, 1 s)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  if (const char* env = std::getenv("AWA_POOLER_URL")) st.pooled_url = env;
+  // Never capture_default_str(): a URL may hold a password.
+  app.add_option("--pooler-url", st.pooled_url,
+                 "pooler mode: the transaction pooler's URL (default: $AWA_POOLER_URL)");
   app.add_option("--json", o.json_path, "write results as JSON");
   CLI11_PARSE(app, argc, argv);
   o.producers_set = producers->count() > 0;
@@ -439,6 +456,12 @@ int main(int argc, char** argv) {
           "--rate, --seconds, --workers, --producers, --batch, --jobs and --runs must be >= 1");
     }
     if (st.shards < 1 || st.shards > 64) throw std::invalid_argument("--shards must be 1..64");
+    if (o.mode == "pooler" && st.pooled_url.empty()) {
+      throw std::invalid_argument(
+          "--mode pooler needs --pooler-url (or $AWA_POOLER_URL), e.g. \"$(scripts/pgbouncer "
+          "url)\"");
+    }
+    if (o.mode != "pooler") st.pooled_url.clear();
     if (static_cast<std::int64_t>(st.rate) * st.seconds > awa::bench::kMaxJobs ||
         st.jobs > awa::bench::kMaxJobs) {
       throw std::invalid_argument("at most 10,000,000 jobs per run");

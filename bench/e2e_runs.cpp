@@ -114,9 +114,14 @@ std::optional<Clock::time_point> wait_completed(const Client& client, std::uint6
   return std::nullopt;
 }
 
-ClientOptions client_options(const std::string& schema) {
+ClientOptions client_options(const std::string& schema, const E2eSetup& o) {
   ClientOptions co;
   co.database_url = database_url();
+  if (!o.pooled_url.empty()) {
+    co.database_url = o.pooled_url;
+    co.pooled = true;
+    if (o.direct) co.direct_database_url = database_url();
+  }
   co.schema = schema;
   co.migrate = false;  // done with schema::Migrator before the queue_meta upsert
   co.application_name = "awa_bench_e2e_client";
@@ -140,6 +145,7 @@ QueueConfig queue_config(const E2eSetup& o) {
   q.name = std::string(kQueue);
   q.max_workers = o.workers;
   if (o.claimers > 0) q.claimers = o.claimers;
+  if (o.poll_ms > 0) q.poll_interval = std::chrono::milliseconds(o.poll_ms);
   return q;
 }
 
@@ -165,7 +171,7 @@ RunResult run_rate(pg::Connection& admin, const E2eSetup& o) {
   for (auto& s : started) s.store(-1, std::memory_order_relaxed);
   std::vector<std::int64_t> enqueued(static_cast<std::size_t>(n), -1);  // producer's only
 
-  Client client(client_options(schema.name()));
+  Client client(client_options(schema.name(), o));
   client.register_worker(std::string(kKind), [&](JobContext& job) {
     const auto now = since_base(Clock::now());
     const auto seq = job.args().at("seq").get<std::int64_t>();
@@ -301,7 +307,7 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
   ScopedSchema schema(admin, unique_schema_name("e2e"));
   seed_queue(admin, schema, kQueue, o.shards, o.jobs, kKind);
 
-  Client client(client_options(schema.name()));
+  Client client(client_options(schema.name(), o));
   client.register_worker(std::string(kKind), [](JobContext&) { return JobResult::completed(); });
   client.add_queue(queue_config(o));
 

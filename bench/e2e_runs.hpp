@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "awa/client.hpp"
@@ -25,6 +26,11 @@ struct E2eSetup {
   int jobs = 100000;  // drain: jobs seeded
   int shards = 4;     // the queue's enqueue_shards
   int claimers = 0;   // the queue's claim connections (0: QueueConfig's default)
+  int poll_ms = 0;    // the queue's poll interval (0: QueueConfig's default, 1 s)
+  // Non-empty: the Client goes through this transaction pooler (ClientOptions::pooled);
+  // producers and the seeding stay on DATABASE_URL.
+  std::string pooled_url;
+  bool direct = false;  // with pooled_url: DATABASE_URL as the direct_database_url
 };
 
 struct DepthSample {
@@ -52,5 +58,10 @@ struct RunResult {
 
 RunResult run_rate(pg::Connection& admin, const E2eSetup& o);
 RunResult run_drain(pg::Connection& admin, const E2eSetup& o);
+
+// e2e --mode pooler (e2e_pooler.cpp): per run, a drain and an idle-pickup rate run
+// (200 jobs/s) direct, through the pooler with a direct URL, and through it poll-only.
+int run_pooler(pg::Connection& admin, const E2eSetup& st, int runs, const std::string& json_path,
+               const MachineInfo& machine);
 
 }  // namespace awa::bench

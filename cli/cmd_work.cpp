@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,6 +50,8 @@ struct WorkArgs {
   int max_prefetch = QueueConfig{}.max_prefetch;
   bool no_maintenance = false;
   bool no_migrate = false;
+  bool pooled = false;
+  std::string direct_url;  // --direct-url, else $AWA_DIRECT_DATABASE_URL
 };
 
 // "name" or "name:N". Queue names may contain ':', so only an all-digit suffix after the
@@ -115,6 +118,8 @@ int work(const Context& ctx, const WorkArgs& a) {
   o.queue_gauges_interval = std::chrono::milliseconds(a.gauges_ms);
   o.shutdown_timeout = std::chrono::milliseconds(a.shutdown_timeout_ms);
   o.maintenance = !a.no_maintenance;
+  o.pooled = a.pooled;
+  o.direct_database_url = a.direct_url;
   // Lets operators (and the fail-over test) map a backend, e.g. the leader lock's holder
   // in pg_locks, to this process.
   o.application_name = fmt::format("awa-work-{}", ::getpid());
@@ -198,6 +203,15 @@ void add_work(CLI::App& app, Context& ctx) {
                   "per queue: jobs claimed ahead of free workers at most (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--pooled", a->pooled,
+                "the database URL goes through a transaction-mode pooler (PgBouncer): no "
+                "prepared statements or session state on its connections; without --direct-url "
+                "the claimers poll and the leader is elected by a lease row");
+  if (const char* env = std::getenv("AWA_DIRECT_DATABASE_URL")) a->direct_url = env;
+  // Never capture_default_str(): the value may come from the environment and hold a password.
+  cmd->add_option("--direct-url", a->direct_url,
+                  "a direct (session) URL of the same database for LISTEN and the leader's "
+                  "lock; implies --pooled (default: $AWA_DIRECT_DATABASE_URL)");
   cmd->add_flag("--no-maintenance", a->no_maintenance, "never run maintenance in this process");
   cmd->add_flag("--no-migrate", a->no_migrate, "do not migrate the schema at start");
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return work(ctx, *a); }; });

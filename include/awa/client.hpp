@@ -205,6 +205,20 @@ struct ClientOptions {
   std::string application_name = "awa";
   // Connect timeout of every connection the client opens. Default: 5 s.
   std::chrono::milliseconds connect_timeout{5000};
+  // database_url goes through a transaction-mode pooler (PgBouncer pool_mode =
+  // transaction; docs/deployment.md): its connections then prepare no named statements
+  // and keep no session state, and what needs a session moves to direct_database_url —
+  // or, without one, the claimers poll (QueueConfig::poll_interval), a cancel reaches a
+  // running handler at its next heartbeat, and the maintenance leader is elected by a
+  // lease row instead of a session advisory lock. start() runs a NOTIFY self-test
+  // (logged; gauge awa_notify_ok{schema} on /metrics). Default: false; a non-empty
+  // direct_database_url implies it.
+  bool pooled = false;
+  // A direct (session) URL of the same database, used only for what needs a session: the
+  // LISTEN of each queue's first claimer and of the cancel listener (one connection
+  // each), and the maintenance leader's advisory lock and statements (one). Claims,
+  // completions, heartbeats and enqueues still go through database_url. Default: empty.
+  std::string direct_database_url;
 };
 
 struct ClientStats {

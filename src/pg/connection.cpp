@@ -104,7 +104,7 @@ void drain_results(PGconn* conn) {
 
 void Connection::Deleter::operator()(pg_conn* c) const noexcept { PQfinish(c); }
 
-Connection::Connection(pg_conn* c) : conn_(c) {}
+Connection::Connection(pg_conn* c, bool pooled) : conn_(c), pooled_(pooled) {}
 Connection::Connection(Connection&&) noexcept = default;
 Connection& Connection::operator=(Connection&&) noexcept = default;
 Connection::~Connection() = default;
@@ -152,7 +152,7 @@ Connection Connection::connect(const ConnectOptions& options) {
                                 options.application_name.c_str(),
                                 "UTF8",
                                 nullptr};
-  Connection c(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
+  Connection c(PQconnectdbParams(keys, values, /*expand_dbname=*/1), options.pooled);
   PGconn* raw = c.conn_.get();
   if (raw == nullptr) throw ConnectionError("cannot connect to PostgreSQL: out of memory");
   if (PQstatus(raw) != CONNECTION_OK) {
@@ -168,6 +168,19 @@ Connection Connection::connect(const ConnectOptions& options) {
     throw ConnectionError(message, Retry::kRetryCall);
   }
   PQsetNoticeProcessor(raw, on_notice, nullptr);
+  if (options.pooled) {
+    // Through a transaction pooler: PgBouncer tracks these three (reported parameters)
+    // per client and sets them on whichever server connection serves the next
+    // transaction. The keepalive settings below are not tracked: on a shared server
+    // session they would outlive us and apply to other clients, and they would describe
+    // the pooler's socket, not ours (the pooler has keepalive settings of its own).
+    c.exec("SET TimeZone='UTC'; SET DateStyle='ISO'; SET client_encoding='UTF8'");
+    c.settings_ = options.settings;
+    return c;
+  }
+  for (const auto& [name, value] : options.settings) {
+    c.query("SELECT pg_catalog.set_config($1, $2, false)", name, value);
+  }
   // Result accessors parse timestamps in this exact rendering. Then the server side of
   // the keepalives, unless the URL's options or the server's configuration chose
   // otherwise: a client whose host vanished releases its session
@@ -227,6 +240,17 @@ Result Connection::exec(std::string_view sql) {
 
 Result Connection::exec(std::string_view sql, const Params& params) {
   PGconn* conn = require_open();
+  if (!settings_.empty()) {
+    // Pooled: the settings and the statement up to one Sync form one implicit
+    // transaction, whichever server session the pooler gives it, and end with it.
+    Pipeline p(*this);
+    for (const auto& [name, value] : settings_) {
+      p.add("SELECT pg_catalog.set_config($1, $2, true)", make_params(name, value));
+    }
+    p.add(sql, params);
+    auto results = p.run();
+    return std::move(results.back());
+  }
   const std::string text(sql);
   return check(PQexecParams(conn, text.c_str(), param_count(params), nullptr, params.values(),
                             nullptr, nullptr, 0),
@@ -235,6 +259,10 @@ Result Connection::exec(std::string_view sql, const Params& params) {
 
 void Connection::prepare(const std::string& name, std::string_view sql) {
   PGconn* conn = require_open();
+  if (pooled_) {
+    unnamed_.insert_or_assign(name, std::string(sql));
+    return;
+  }
   const std::string text(sql);
   check(PQprepare(conn, name.c_str(), text.c_str(), 0, nullptr), sql);
   prepared_.insert(name);
@@ -242,6 +270,11 @@ void Connection::prepare(const std::string& name, std::string_view sql) {
 
 Result Connection::exec_prepared(const std::string& name, const Params& params) {
   PGconn* conn = require_open();
+  if (pooled_) {
+    const auto it = unnamed_.find(name);
+    if (it == unnamed_.end()) throw Error("EXECUTE " + name + ": no statement of that name");
+    return exec(it->second, params);
+  }
   return check(
       PQexecPrepared(conn, name.c_str(), param_count(params), params.values(), nullptr, nullptr, 0),
       "EXECUTE " + name);
@@ -261,11 +294,16 @@ std::string Connection::cached_statement_name(std::string_view sql) {
 
 std::string Connection::ensure_prepared(std::string_view sql) {
   std::string name = cached_statement_name(sql);
+  if (pooled_) {
+    if (!unnamed_.contains(name)) prepare(name, sql);
+    return name;
+  }
   if (!prepared_.contains(name)) prepare(name, sql);
   return name;
 }
 
 Result Connection::exec_cached(std::string_view sql, const Params& params) {
+  if (pooled_) return exec(sql, params);
   const std::string name = ensure_prepared(sql);
   try {
     return exec_prepared(name, params);

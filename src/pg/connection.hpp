@@ -6,6 +6,13 @@
 //
 // Sessions are set to TimeZone=UTC, DateStyle=ISO and client_encoding=UTF8 at connect,
 // which the Result accessors rely on.
+//
+// A pooled connection (ConnectOptions::pooled) goes through a transaction-mode pooler
+// (PgBouncer pool_mode = transaction): consecutive transactions may run on different
+// server sessions, shared with other clients. It keeps no state in the server session
+// beyond the three settings above, which PgBouncer tracks per client and re-applies (they
+// are reported parameters): prepared statements are unnamed (parsed per call), and
+// connect() leaves the server-side keepalive settings alone.
 #pragma once
 
 #include <chrono>
@@ -15,7 +22,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "pg/params.hpp"
@@ -30,6 +39,15 @@ struct ConnectOptions {
   // Default: 5 s. Rounded up to whole seconds (libpq's connect_timeout unit), min 2 s.
   std::chrono::milliseconds connect_timeout{5000};
   std::string application_name = "awa";
+  // Through a transaction-mode pooler (see above): exec_cached, exec_prepared and the
+  // pipeline's cached statements send the statement text each time (unnamed statement)
+  // instead of preparing it in the server session. Default: false.
+  bool pooled = false;
+  // Settings (name, value) for this connection's statements. Direct: SET for the session
+  // at connect. Pooled: set_config(name, value, true) before each parameterised statement,
+  // in the same implicit transaction (one pipeline, one Sync: no extra round trip), so a
+  // setting never outlives our transaction on a shared server session. Default: none.
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 struct Notification {
@@ -54,7 +72,8 @@ class Connection {
   // One or more statements without parameters (simple query protocol). Returns the
   // last statement's result.
   Result exec(std::string_view sql);
-  // One statement with parameters (extended protocol, unnamed statement).
+  // One statement with parameters (extended protocol, unnamed statement); on a pooled
+  // connection with settings, preceded by them in the same implicit transaction.
   Result exec(std::string_view sql, const Params& params);
   template <class... Args>
   Result query(std::string_view sql, const Args&... args) {
@@ -63,7 +82,10 @@ class Connection {
 
   // Prepared statements. exec_cached prepares `sql` on first use on this connection
   // (named after a hash of the text) and executes the prepared statement afterwards: the
-  // hot path's way to skip parse/plan per call.
+  // hot path's way to skip parse/plan per call. On a pooled connection nothing is prepared
+  // on the server: prepare() only remembers the text under its name, and exec_prepared
+  // and exec_cached run it as an unnamed statement (PQexecParams), so a statement never
+  // depends on which server session the pooler picks.
   void prepare(const std::string& name, std::string_view sql);
   Result exec_prepared(const std::string& name, const Params& params);
   Result exec_cached(std::string_view sql, const Params& params);
@@ -86,6 +108,7 @@ class Connection {
   // passes. Returns notifications already received first.
   std::optional<Notification> wait_notification(std::chrono::milliseconds timeout);
 
+  bool pooled() const noexcept { return pooled_; }
   bool ok() const;              // the connection is usable (PQstatus == CONNECTION_OK)
   bool idle() const;            // ok() and not inside a transaction block
   bool in_transaction() const;  // inside a transaction block (also if it failed)
@@ -101,12 +124,16 @@ class Connection {
   struct Deleter {
     void operator()(pg_conn* c) const noexcept;
   };
-  explicit Connection(pg_conn* c);
+  Connection(pg_conn* c, bool pooled);
   pg_conn* require_open() const;
   // Checks a result of a synchronous call; throws (after draining) on failure.
   Result check(pg_result* res, std::string_view sql);
   std::unique_ptr<pg_conn, Deleter> conn_;
   std::unordered_set<std::string> prepared_;  // statement names prepared on this session
+  bool pooled_ = false;
+  std::vector<std::pair<std::string, std::string>> settings_;  // pooled: per statement
+  // Pooled: the text of each "prepared" statement by name; nothing lives on the server.
+  std::unordered_map<std::string, std::string> unnamed_;
 };
 
 // Rolls back on destruction unless commit() was called.

@@ -97,7 +97,7 @@ std::vector<Result> Pipeline::run() {
   // add results of its own to match up.
   std::vector<std::string> names(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!items[i].cached) continue;
+    if (!items[i].cached || conn_.pooled()) continue;
     try {
       names[i] = conn_.ensure_prepared(items[i].sql);
     } catch (const PipelineError&) {
@@ -120,10 +120,13 @@ std::vector<Result> Pipeline::run() {
       break;
     }
     const int n = static_cast<int>(item.params.size());
-    const int ok = item.cached ? PQsendQueryPrepared(conn, names[sent].c_str(), n,
-                                                     item.params.values(), nullptr, nullptr, 0)
-                               : PQsendQueryParams(conn, item.sql.c_str(), n, nullptr,
-                                                   item.params.values(), nullptr, nullptr, 0);
+    // A pooled connection prepares nothing on the server (connection.hpp): its cached
+    // statements go as unnamed ones, like the others.
+    const int ok = item.cached && !conn_.pooled()
+                       ? PQsendQueryPrepared(conn, names[sent].c_str(), n, item.params.values(),
+                                             nullptr, nullptr, 0)
+                       : PQsendQueryParams(conn, item.sql.c_str(), n, nullptr, item.params.values(),
+                                           nullptr, nullptr, 0);
     if (ok != 1) {
       if (PQstatus(conn) != CONNECTION_OK) throw_connection_error(conn, "sending a pipeline");
       send_error = describe_result_error(nullptr, conn, statement_context(item.sql));

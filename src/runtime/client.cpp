@@ -114,6 +114,8 @@ void Client::Impl::start() {
     for (const auto& u : upserted) created += u.created ? 1 : 0;
     spdlog::info("periodic jobs declared: {} ({} new)", upserted.size(), created);
   }
+  // Before the claimers start: its log line says how they will be woken.
+  if (pooled()) notify_self_test();
   int sum = 0;
   for (const auto& q : queues_) sum += q->config.max_workers;
   cap_ = options_.max_workers > 0 ? options_.max_workers : sum;
@@ -150,7 +152,10 @@ void Client::Impl::start() {
     }
     if (options_.maintenance) {
       runtime::MaintenanceOptions mo;
-      mo.connect = connect_options();
+      // The session advisory lock needs a session: the direct URL when pooled. Pooled
+      // without one, the leader is elected by a lease row and works through the pool.
+      mo.connect = session_connect_options();
+      mo.lease_holder = pooled() && options_.direct_database_url.empty() ? instance_->id() : "";
       mo.schema = options_.schema;
       mo.interval = options_.maintenance_interval;
       mo.stale_after = options_.stale_after;

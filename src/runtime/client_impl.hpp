@@ -91,6 +91,9 @@ struct Client::Impl {
     std::optional<int> global_max_workers;  // open attempts, all processes together
     std::chrono::steady_clock::time_point limits_read_at{};
     bool limits_read = false;
+    // Pooled mode with a direct URL: claimer 0 LISTENs on a direct connection and claims
+    // on this pooled one. Claimer 0's thread only.
+    std::optional<pg::Connection> pooled_claim;
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -138,6 +141,24 @@ struct Client::Impl {
     c.url = options_.database_url;
     c.connect_timeout = options_.connect_timeout;
     c.application_name = options_.application_name;
+    c.pooled = pooled();
+    return c;
+  }
+
+  // database_url goes through a transaction pooler (ClientOptions::pooled).
+  bool pooled() const { return options_.pooled || !options_.direct_database_url.empty(); }
+  // Notifications can be received: connections with a session exist for LISTEN. Without
+  // (pooled, no direct URL) the claimers poll and cancels wait for the next heartbeat.
+  bool listens() const { return !pooled() || !options_.direct_database_url.empty(); }
+  // The claimers' connections (dispatcher.cpp).
+  pg::ConnectOptions claim_options() const;
+  // For LISTEN and the leader's session lock: the direct URL when there is one.
+  pg::ConnectOptions session_connect_options() const {
+    pg::ConnectOptions c = connect_options();
+    if (!options_.direct_database_url.empty()) {
+      c.url = options_.direct_database_url;
+      c.pooled = false;
+    }
     return c;
   }
 
@@ -269,6 +290,11 @@ struct Client::Impl {
   void cancel_running(std::string_view payload);
 
   void control();
+
+  // Pooled mode, at start(): LISTENs where the runtime would (the direct URL, else a
+  // pooled connection), NOTIFYs through the pool and waits up to a second. Logs the
+  // outcome and sets awa_notify_ok{schema}; returns whether the notification arrived.
+  bool notify_self_test();
 
   // --- instance registry (runtime/instance_registry.hpp) -----------------------------------
 

@@ -20,6 +20,9 @@ using std::chrono::milliseconds;
 
 constexpr std::string_view kCancelChannel = "awa:cancel";
 constexpr milliseconds kControlPoll{1000};
+// How long the pooled mode's NOTIFY self-test waits for its notification: on a direct
+// session it arrives within milliseconds.
+constexpr milliseconds kSelfTestWait{1000};
 
 milliseconds until(Clock::time_point t) {
   return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(t - Clock::now()));
@@ -110,6 +113,7 @@ void Client::Impl::control() {
   // start() registered the instance; a failed registration is retried at the next beat.
   auto next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
   const auto wake_channel = control_wake_channel();
+  const bool listen = listens();
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -123,9 +127,11 @@ void Client::Impl::control() {
       beat_instance();
       next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
     }
-    if (!conn && Clock::now() >= next_connect) {
+    // Pooled without a direct URL nothing can LISTEN: a cancel then reaches its handler
+    // at the next heartbeat, which finds the attempt closed.
+    if (!conn && listen && Clock::now() >= next_connect) {
       try {
-        conn.emplace(pg::Connection::connect(connect_options()));
+        conn.emplace(pg::Connection::connect(session_connect_options()));
         conn->listen(kCancelChannel);
         conn->listen(wake_channel);
         backoff = kMinBackoff;
@@ -151,10 +157,75 @@ void Client::Impl::control() {
       }
     } else {
       std::unique_lock lock(mu_);
-      control_cv_.wait_until(lock, std::min({next_beat, next_connect, next_instance_beat}),
+      const auto reconnect = listen ? next_connect : Clock::time_point::max();
+      control_cv_.wait_until(lock, std::min({next_beat, reconnect, next_instance_beat}),
                              [&] { return control_stop_; });
     }
   }
+}
+
+bool Client::Impl::notify_self_test() {
+  // A channel nobody else uses; "awa-wake:" channels never collide with a queue's.
+  const auto channel = fmt::format("awa-wake:{}:self-test", token_);
+  const bool direct = !options_.direct_database_url.empty();
+  auto listener = pg::Connection::connect(session_connect_options());
+  listener.listen(channel);
+  {
+    // Sent the way producers send theirs: a statement through the pool.
+    auto conn = pool_->acquire();
+    conn->exec(wake_sql_, pg::make_params(channel));
+  }
+  bool ok = false;
+  const auto deadline = Clock::now() + kSelfTestWait;
+  while (!ok) {
+    const auto left = until(deadline);
+    if (left.count() == 0) break;
+    const auto n = listener.wait_notification(left);
+    if (!n) break;
+    ok = n->channel == channel;
+  }
+  if (!direct) {
+    // Through a transaction pooler the LISTEN stays registered on whichever server
+    // session ran it (UNLISTEN may run on another): harmless, nothing notifies the channel
+    // again. Best effort, like closing the connection.
+    try {
+      listener.unlisten(channel);
+    } catch (const std::exception& e) {
+      spdlog::debug("notify self-test: unlisten: {}", e.what());
+    }
+  }
+  metrics::default_registry()
+      .gauge("awa_notify_ok",
+             "1 when the start-up NOTIFY self-test of a pooled client (ClientOptions::pooled) "
+             "saw its notification arrive where the runtime LISTENs, 0 when the pooler "
+             "swallowed it; one series per schema.",
+             {"schema"})
+      .with({options_.schema})
+      .set(ok ? 1 : 0);
+  if (direct) {
+    if (ok) {
+      spdlog::info("notify self-test: ok (LISTEN on the direct URL, NOTIFY through the pool)");
+    } else {
+      spdlog::warn(
+          "notify self-test: a NOTIFY sent through the pool did not reach the LISTEN on the "
+          "direct URL within {} ms: do both URLs name the same database? Claimers fall back "
+          "to polling every poll_interval",
+          kSelfTestWait.count());
+    }
+  } else if (ok) {
+    spdlog::info(
+        "notify self-test: a LISTEN on a pooled connection received the notification, but a "
+        "transaction pooler may move the session at any time; working poll-only anyway (set "
+        "direct_database_url for notification wake-ups)");
+  } else {
+    spdlog::warn(
+        "notify self-test: swallowed: a LISTEN on a pooled connection did not receive a "
+        "NOTIFY within {} ms (a transaction pooler); working poll-only: pickup within each "
+        "queue's poll_interval, cancels at the next heartbeat (set direct_database_url for "
+        "notification wake-ups)",
+        kSelfTestWait.count());
+  }
+  return ok;
 }
 
 }  // namespace awa

@@ -90,6 +90,14 @@ std::optional<milliseconds> Client::Impl::limited_wait(QueueState& q, pg::Connec
   return wait;
 }
 
+pg::ConnectOptions Client::Impl::claim_options() const {
+  pg::ConnectOptions c = connect_options();
+  // Pooled: synchronous_commit = off per claim transaction (see claim_into), in the
+  // claim's own round trip (pg::ConnectOptions::settings).
+  if (pooled()) c.settings = {{"synchronous_commit", "off"}};
+  return c;
+}
+
 bool Client::Impl::pause_dispatch(milliseconds d) {
   std::unique_lock lock(mu_);
   return !slot_cv_.wait_for(lock, d, [&] { return dispatch_stop_; });
@@ -128,13 +136,16 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     if (!conn || !conn->ok()) {
       conn.reset();
       // Kept only once fully set up: a setup step that fails is retried on a new one.
-      auto fresh = pg::Connection::connect(connect_options());
+      auto fresh = pg::Connection::connect(listen ? session_connect_options() : claim_options());
       // A claim need not wait for its WAL flush: if the server loses an acknowledged
       // claim in a crash, the job is simply claimable again (at-least-once: it may run
       // twice, it is never lost), and a completion, which commits synchronously, flushes
       // the WAL through its attempt's claim before it is acknowledged — so no finished job
       // can come back. This takes the fsync out of every claim round trip.
-      fresh.exec("SET synchronous_commit = off");
+      // Through a transaction pooler a session SET would land on whichever server session
+      // serves it and apply to its other clients, not reliably to our claims: pooled
+      // claim connections set it per claim transaction instead (claim_options()).
+      if (!pooled()) fresh.exec("SET synchronous_commit = off");
       if (listen) {
         fresh.listen(q.channel);
         fresh.listen(q.wake_channel);
@@ -154,12 +165,20 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
       stale = !q.limits_read || Clock::now() - q.limits_read_at >= kLimitsRefresh;
     }
     if (stale) read_limits(q, *conn, limits_sql);
+    pg::Connection* claim_conn = &*conn;
+    if (listen && pooled()) {  // LISTENs on a direct connection, claims through the pooler
+      if (!q.pooled_claim || !q.pooled_claim->ok()) {
+        q.pooled_claim.reset();
+        q.pooled_claim.emplace(pg::Connection::connect(claim_options()));
+      }
+      claim_conn = &*q.pooled_claim;
+    }
     QueueStorage::ClaimOptions copts;
     copts.max_batch = want;
     copts.deadline = q.config.deadline;
     copts.aging = q.config.priority_aging;
     const auto t0 = Clock::now();
-    claimed = storage::consumer(*store_).claim(*conn, q.config.name, copts);
+    claimed = storage::consumer(*store_).claim(*claim_conn, q.config.name, copts);
     took = Clock::now() - t0;
   } catch (const std::exception& e) {
     {
@@ -168,6 +187,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     }
     spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
     if (conn && !conn->ok()) conn.reset();
+    if (listen && q.pooled_claim && !q.pooled_claim->ok()) q.pooled_claim.reset();
     return std::nullopt;
   }
   const int n = static_cast<int>(claimed.size());
@@ -192,12 +212,14 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
 void Client::Impl::dispatch(QueueState& q) {
   const std::string sql = limits_sql(options_.schema);
   std::optional<pg::Connection> conn;
+  // Pooled without a direct URL: no LISTEN, the claimer polls (docs/deployment.md).
+  const bool listen = listens();
   auto backoff = kMinBackoff;
   std::size_t quick = 0;
   for (;;) {
     const int want = await_claim(q, false);
     if (want == 0) break;  // stopping
-    const auto got = claim_into(q, conn, want, true, sql);
+    const auto got = claim_into(q, conn, want, listen, sql);
     if (!got) {
       spdlog::info("dispatcher {}: retrying in {} ms", q.config.name, backoff.count());
       if (!pause_dispatch(backoff)) break;
@@ -226,6 +248,10 @@ void Client::Impl::dispatch(QueueState& q) {
       // stop() sets the flag before it notifies the wake channel, so either we see it
       // here or the notification wakes the wait.
       if (dispatch_stop_) break;
+    }
+    if (!listen) {
+      if (!pause_dispatch(wait)) break;
+      continue;
     }
     try {
       if (conn->wait_notification(wait)) quick = 0;

@@ -29,7 +29,15 @@ MaintenanceLeader::MaintenanceLeader(MaintenanceOptions options, QueueStorage& s
     : options_(std::move(options)),
       store_(store),
       try_lock_sql_(sql::file("queries/runtime/try_leader_lock.sql")),
-      release_sql_(sql::file("queries/runtime/release_leader_lock.sql")) {
+      release_sql_(sql::file("queries/runtime/release_leader_lock.sql")),
+      lease_acquire_sql_(sql::render(sql::file("queries/runtime/lease_acquire.sql"),
+                                     sql::quote_schema(options_.schema))),
+      lease_release_sql_(sql::render(sql::file("queries/runtime/lease_release.sql"),
+                                     sql::quote_schema(options_.schema))),
+      lease_ttl_(options_.lease_ttl.count() > 0
+                     ? options_.lease_ttl
+                     : std::max<std::chrono::milliseconds>(5 * options_.interval,
+                                                           std::chrono::seconds(2))) {
   if (options_.batch < 1) throw InvalidArgument("maintenance: batch must be at least 1");
 }
 
@@ -77,7 +85,17 @@ void MaintenanceLeader::run() {
         conn.reset();
         conn.emplace(pg::adopt(pg::Connection::connect(options_.connect)));
       }
-      if (!leader_.load()) {
+      if (lease()) {
+        const bool leads = renew_lease(*conn);
+        if (leads && !leader_.exchange(true)) {
+          spdlog::info("maintenance: this process is the leader for schema {} (lease of {} ms)",
+                       options_.schema, lease_ttl_.count());
+        } else if (!leads && leader_.exchange(false)) {
+          spdlog::warn(
+              "maintenance: lost leadership: the lease expired and another process took it");
+          drop_gauges();
+        }
+      } else if (!leader_.load()) {
         if (pg::native(*conn)
                 .exec(try_lock_sql_, pg::make_params(options_.schema))
                 .get<bool>(0, 0)) {
@@ -111,7 +129,11 @@ void MaintenanceLeader::run() {
   }
   if (conn && leader_.load()) {
     try {
-      pg::native(*conn).exec(release_sql_, pg::make_params(options_.schema));
+      if (lease()) {
+        pg::native(*conn).exec(lease_release_sql_, pg::make_params(options_.lease_holder));
+      } else {
+        pg::native(*conn).exec(release_sql_, pg::make_params(options_.schema));
+      }
     } catch (const std::exception& e) {
       spdlog::warn("maintenance: releasing the leader lock: {} (closing releases it)", e.what());
     }
@@ -120,6 +142,14 @@ void MaintenanceLeader::run() {
   leader_.store(false);
   drop_gauges();
   conn.reset();
+}
+
+bool MaintenanceLeader::renew_lease(awa::Connection& conn) {
+  return pg::native(conn)
+             .exec_cached(lease_acquire_sql_,
+                          pg::make_params(options_.lease_holder,
+                                          static_cast<std::int64_t>(lease_ttl_.count())))
+             .rows() == 1;
 }
 
 void MaintenanceLeader::round(awa::Connection& conn) {

@@ -8,6 +8,18 @@
 // is reopened with exponential backoff (100 ms .. 5 s); nothing here ever throws out of
 // the thread.
 //
+// Lease election (MaintenanceOptions::lease_holder set: a client behind a transaction
+// pooler without a direct URL, where no session outlives a transaction): the schema's
+// leader_lease row (sql/migrations/0010_leader_lease.sql) instead. Every round starts by
+// taking or renewing it (sql/queries/runtime/lease_acquire.sql, one statement); a
+// process leads while the row names it and has not expired; stop() expires it. The
+// trade-off against the lock: a leader that stops renewing (paused, partitioned, or in a
+// round longer than the lease) keeps leading in its own view until its next renewal
+// attempt, while a successor may already lead — an overlap of at most one round. Every
+// maintenance step is safe under two leaders (docs/deployment.md lists why), so that
+// costs duplicate work, never a wrong result. A crashed leader is replaced after the
+// lease expires (lease_ttl), not at once.
+//
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
 // same round usually promotes them — then fire due periodic jobs (one bounded call:
@@ -83,6 +95,12 @@ struct MaintenanceOptions {
   // Rows of runtime_instances not seen for this long are deleted (with the DLQ purge).
   // Default: 1 h.
   std::chrono::seconds instance_retention{std::chrono::hours(1)};
+  // Non-empty: elect by lease row under this holder id (the instance id) instead of the
+  // session advisory lock (see above). Default: empty.
+  std::string lease_holder;
+  // How long a taken or renewed lease lasts. Zero: 5 x interval, at least 2 s (a few
+  // missed renewals before a successor may take over). Default: zero.
+  std::chrono::milliseconds lease_ttl{0};
 };
 
 class MaintenanceLeader {
@@ -126,11 +144,17 @@ class MaintenanceLeader {
   void drop_gauges();
   // Waits up to `d` or until stop(); returns false when stopping.
   bool pause(std::chrono::milliseconds d);
+  // Lease election: takes or renews the lease; whether this process leads now.
+  bool renew_lease(awa::Connection& conn);
+  bool lease() const noexcept { return !options_.lease_holder.empty(); }
 
   const MaintenanceOptions options_;
   QueueStorage& store_;
   const std::string try_lock_sql_;
   const std::string release_sql_;
+  const std::string lease_acquire_sql_;  // rendered for the schema
+  const std::string lease_release_sql_;
+  const std::chrono::milliseconds lease_ttl_;
 
   std::mutex mu_;
   std::condition_variable cv_;
