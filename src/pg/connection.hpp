@@ -47,7 +47,7 @@ struct ConnectOptions {
   // at connect. Pooled: set_config(name, value, true) before each parameterised statement,
   // in the same implicit transaction (one pipeline, one Sync: no extra round trip), so a
   // setting never outlives our transaction on a shared server session. Default: none.
-  std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<std::pair<std::string, std::string>> settings{};
 };
 
 struct Notification {
