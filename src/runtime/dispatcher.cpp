@@ -159,12 +159,6 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
       while (conn->wait_notification(milliseconds(0))) {
       }
     }
-    bool stale = false;
-    {
-      std::lock_guard lock(mu_);
-      stale = !q.limits_read || Clock::now() - q.limits_read_at >= kLimitsRefresh;
-    }
-    if (stale) read_limits(q, *conn, limits_sql);
     pg::Connection* claim_conn = &*conn;
     if (listen && pooled()) {  // LISTENs on a direct connection, claims through the pooler
       if (!q.pooled_claim || !q.pooled_claim->ok()) {
@@ -173,6 +167,13 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
       }
       claim_conn = &*q.pooled_claim;
     }
+    bool stale = false;
+    {
+      std::lock_guard lock(mu_);
+      stale = !q.limits_read || Clock::now() - q.limits_read_at >= kLimitsRefresh;
+    }
+    // On the claim's connection: in pooled mode the direct one only LISTENs.
+    if (stale) read_limits(q, *claim_conn, limits_sql);
     QueueStorage::ClaimOptions copts;
     copts.max_batch = want;
     copts.deadline = q.config.deadline;
