@@ -20,11 +20,22 @@ namespace detail {
 struct ConnectionAccess;
 }  // namespace detail
 
+struct ConnectionOptions {
+  std::chrono::milliseconds timeout{5000};
+  // The URL leads to a transaction-mode pooler (PgBouncer pool_mode = transaction), where
+  // consecutive transactions may run on different server sessions shared with other
+  // clients: nothing is prepared on the server and no session state is set. Producers
+  // and Admin calls then work through the pooler; `awa migrate` and LISTEN still need a
+  // direct URL (docs/deployment.md).
+  bool pooled = false;
+};
+
 class Connection {
  public:
   // Throws ConnectionError when the database cannot be reached within the timeout.
   static Connection connect(const std::string& url,
                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  static Connection connect(const std::string& url, const ConnectionOptions& options);
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
   ~Connection();

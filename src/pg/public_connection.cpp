@@ -7,9 +7,16 @@
 namespace awa {
 
 Connection Connection::connect(const std::string& url, std::chrono::milliseconds timeout) {
+  ConnectionOptions options;
+  options.timeout = timeout;
+  return connect(url, options);
+}
+
+Connection Connection::connect(const std::string& url, const ConnectionOptions& options) {
   pg::ConnectOptions o;
   o.url = url;
-  o.connect_timeout = timeout;
+  o.connect_timeout = options.timeout;
+  o.pooled = options.pooled;
   return pg::adopt(pg::Connection::connect(o));
 }
 

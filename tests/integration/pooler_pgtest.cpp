@@ -6,12 +6,18 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "awa/admin.hpp"
 #include "awa/client.hpp"
+#include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "awa/job.hpp"
+#include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/pipeline.hpp"
 #include "pooler_support.hpp"
@@ -75,6 +81,58 @@ TEST_F(PoolerTest, PooledConnectionsPrepareNothingOnTheServer) {
                     pg::Connection::cached_statement_name(sql))
                 .get<std::int64_t>(0, 0),
             0);
+}
+
+// Producers and operators on the public awa::Connection (ConnectionOptions::pooled): two
+// connections sharing one server session take turns at every enqueue form and at Admin
+// calls. Without the option the second connection's first insert would Parse a named
+// statement the first already left on the shared session (42P05, as above).
+TEST_F(PoolerTest, PublicConnectionsEnqueueAndAdministerThroughThePooler) {
+  ConnectionOptions pooled;
+  pooled.pooled = true;
+  const auto url = single_session_url(pooled_url_);
+  auto a = Connection::connect(url, pooled);
+  auto b = Connection::connect(url, pooled);
+  const Admin admin(schema_);
+  InsertOpts opts;
+  opts.queue = "pq";
+  const auto jobs = [&](int n) {
+    std::vector<NewJob> out;
+    for (int i = 0; i < n; ++i) out.emplace_back("noop", nlohmann::json{{"i", i}}, opts);
+    return out;
+  };
+  InsertOpts unique = opts;
+  unique.unique = UniqueOpts{};
+  std::int64_t expected = 0;
+  for (int round = 0; round < 3; ++round) {
+    Connection& first = round % 2 == 0 ? a : b;
+    Connection& second = round % 2 == 0 ? b : a;
+    {
+      Transaction tx(first);
+      store_->insert(first, NewJob("noop", nlohmann::json{{"round", round}}, opts));
+      tx.commit();
+    }
+    {
+      Transaction tx(second);
+      EXPECT_EQ(store_->insert_many(second, jobs(10)).size(), 10U);
+      tx.commit();
+    }
+    {
+      Transaction tx(first);
+      EXPECT_EQ(store_->insert_many_copy(first, jobs(10)).size(), 10U);
+      tx.commit();
+    }
+    const auto u = store_->insert_result(second, NewJob("noop", nlohmann::json{{"u", 1}}, unique));
+    EXPECT_EQ(u.duplicate, round > 0);
+    expected += 21 + (round == 0 ? 1 : 0);
+    EXPECT_EQ(admin.queue_counts(first, "pq").available, expected);
+    admin.pause_queue(second, "pq");
+    EXPECT_TRUE(admin.queue_summary(first, "pq").settings.paused);
+    admin.resume_queue(first, "pq");
+    admin.set_enqueue_shards(second, "pq", 2 + round);
+    EXPECT_EQ(admin.queue_summary(first, "pq").settings.enqueue_shards, 2 + round);
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'pq'"), expected);
 }
 
 TEST_F(PoolerTest, PooledConnectionsKeepUtcWhileAnotherClientChangesTheZone) {
