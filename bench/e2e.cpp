@@ -432,6 +432,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", st.batch, "rate mode: jobs per insert call")->capture_default_str();
   app.add_option("--jobs", st.jobs, "drain, compare, ladder: jobs seeded")->capture_default_str();
   app.add_option("--shards", st.shards, "the queue's enqueue_shards")->capture_default_str();
+  app.add_option("--completion-writers", st.completion_writers,
+                 "completion flushes in flight at once (ClientOptions::completion_writers; 0: its "
+                 "default)")
+      ->check(CLI::Range(0, 16));
   app.add_option("--claimers", st.claimers,
                  "the queue's claim connections (QueueConfig::claimers; 0: its default)")
       ->check(CLI::Range(0, 8))

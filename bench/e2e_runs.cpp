@@ -125,6 +125,7 @@ ClientOptions client_options(const std::string& schema, const E2eSetup& o) {
   co.schema = schema;
   co.migrate = false;  // done with schema::Migrator before the queue_meta upsert
   co.application_name = "awa_bench_e2e_client";
+  if (o.completion_writers > 0) co.completion_writers = o.completion_writers;
   // The end-to-end latency is read from the attempt history afterwards, which a ring
   // prune would remove; bench soak measures the runtime with the rings turning.
   co.ring_rotate_interval = std::chrono::milliseconds(0);

@@ -27,6 +27,7 @@ struct E2eSetup {
   int shards = 4;     // the queue's enqueue_shards
   int claimers = 0;   // the queue's claim connections (0: QueueConfig's default)
   int poll_ms = 0;    // the queue's poll interval (0: QueueConfig's default, 1 s)
+  int completion_writers = 0;  // ClientOptions::completion_writers (0: its default)
   // Non-empty: the Client goes through this transaction pooler (ClientOptions::pooled);
   // producers and the seeding stay on DATABASE_URL.
   std::string pooled_url;
