@@ -18,15 +18,15 @@ inline constexpr std::chrono::milliseconds kDepthInterval{500};
 inline constexpr std::int64_t kMaxJobs = 10'000'000;
 
 struct E2eSetup {
-  int rate = 500;     // rate: jobs/s offered
-  int seconds = 20;   // rate: seconds of offered load
-  int workers = 32;   // the queue's max_workers
-  int producers = 1;  // rate: producer threads (connections) sharing the schedule
-  int batch = 1;      // rate: jobs per insert call
-  int jobs = 100000;  // drain: jobs seeded
-  int shards = 4;     // the queue's enqueue_shards
-  int claimers = 0;   // the queue's claim connections (0: QueueConfig's default)
-  int poll_ms = 0;    // the queue's poll interval (0: QueueConfig's default, 1 s)
+  int rate = 500;              // rate: jobs/s offered
+  int seconds = 20;            // rate: seconds of offered load
+  int workers = 32;            // the queue's max_workers
+  int producers = 1;           // rate: producer threads (connections) sharing the schedule
+  int batch = 1;               // rate: jobs per insert call
+  int jobs = 100000;           // drain: jobs seeded
+  int shards = 4;              // the queue's enqueue_shards
+  int claimers = 0;            // the queue's claim connections (0: QueueConfig's default)
+  int poll_ms = 0;             // the queue's poll interval (0: QueueConfig's default, 1 s)
   int completion_writers = 0;  // ClientOptions::completion_writers (0: its default)
   // Non-empty: the Client goes through this transaction pooler (ClientOptions::pooled);
   // producers and the seeding stay on DATABASE_URL.

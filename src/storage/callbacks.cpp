@@ -12,6 +12,7 @@
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/attempt_values.hpp"
 #include "storage/consume.hpp"
 #include "storage/store_access.hpp"
 #include "storage/utf8.hpp"
@@ -19,13 +20,6 @@
 
 namespace awa {
 namespace {
-
-// The same cap as a handler's error message (consume.cpp).
-constexpr std::size_t kMaxErrorBytes = 8192;
-
-std::string interval(std::chrono::milliseconds ms) {
-  return fmt::format("{} milliseconds", ms.count());
-}
 
 void validate_timeout(std::chrono::milliseconds timeout) {
   if (timeout < std::chrono::milliseconds(1) || timeout > kMaxScheduleAhead) {
@@ -57,7 +51,7 @@ CallbackResult resolve(const std::string& quoted, Connection& conn, const std::s
                        const char* outcome, const std::optional<std::string>& error) {
   validate_callback_id(id);
   std::optional<std::string> stored;
-  if (error) stored = storage::storable_text(*error, kMaxErrorBytes);
+  if (error) stored = storage::storable_text(*error, storage::kMaxErrorBytes);
   const auto res = pg::native(conn).exec(query("resolve_callback", quoted),
                                          pg::make_params(id, std::string(outcome), stored));
   CallbackResult r;
@@ -77,7 +71,7 @@ std::optional<std::string> Consumer::callback(pg::Connection& conn, const Claime
                                               bool park) const {
   if (timeout) validate_timeout(*timeout);
   std::optional<std::string> iv;
-  if (timeout) iv = interval(*timeout);
+  if (timeout) iv = storage::interval(*timeout);
   const auto res = conn.exec_cached(
       callback_sql_, pg::make_params(e.claim_batch, e.lane_seq, e.job_id, e.run_lease,
                                      static_cast<std::int64_t>(e.ready_slot),
@@ -113,7 +107,7 @@ std::optional<JobId> Admin::heartbeat_external(
   validate_callback_id(callback_id);
   if (timeout) validate_timeout(*timeout);
   std::optional<std::string> iv;
-  if (timeout) iv = interval(*timeout);
+  if (timeout) iv = storage::interval(*timeout);
   const auto res =
       pg::native(conn).exec(query("heartbeat_callback", quoted_), pg::make_params(callback_id, iv));
   return res.get_opt<std::int64_t>(0, 0);

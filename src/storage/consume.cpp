@@ -9,6 +9,7 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/attempt_values.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/utf8.hpp"
 #include "storage/validate.hpp"
@@ -58,14 +59,6 @@ namespace {
 
 constexpr auto kMaxBackoff = std::chrono::hours(24);
 constexpr auto kDefaultSnooze = std::chrono::seconds(1);
-// A handler's error message is kept on the job (errors[]) for every attempt; beyond this
-// it is cut, so that a handler dumping a huge text cannot bloat the row.
-constexpr std::size_t kMaxErrorBytes = 8192;
-
-std::string interval(std::chrono::milliseconds ms) {
-  return fmt::format("{} milliseconds", ms.count());
-}
-
 std::vector<std::string> parse_text_array(std::string_view text) {
   // Tags come back as a text[] literal; elements are quoted when they need it.
   std::vector<std::string> out;

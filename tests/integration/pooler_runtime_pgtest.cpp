@@ -179,52 +179,17 @@ TEST_P(PoolerRuntimeTest, StaleAttemptIsRescuedAndRunAgain) {
 }
 
 TEST_P(PoolerRuntimeTest, LeaderFailOverBetweenWorkerProcesses) {
-  const auto args = work_args({"--queue", "failover:4", "--heartbeat-ms", "100", "--stale-ms",
-                               "1000", "--maintenance-ms", "100"});
-  WorkerProcess a(schema_, args);
-  WorkerProcess b(schema_, args);
-  int leader = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        leader = leader_pid();
-        return leader > 0;
-      },
-      seconds(30)))
-      << a.log() << b.log();
-  ASSERT_TRUE(leader == a.pid() || leader == b.pid()) << leader;
-  WorkerProcess& old_leader = leader == a.pid() ? a : b;
-  WorkerProcess& survivor = leader == a.pid() ? b : a;
-  old_leader.kill9();
-
-  // Work only a leader can move: a scheduled job (promotion) and an attempt left open by
-  // a claimer that went away (rescue; "orphan" has no workers, so it stays rescued).
-  InsertOpts later = on_queue("failover");
-  later.run_at = std::chrono::system_clock::now() + seconds(1);
-  const auto scheduled =
-      storage::insert_many(*store_, conn(),
-                           std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), later)})
-          .at(0);
-  const auto orphan = enqueue("orphan", 1).at(0);
-  ASSERT_EQ(storage::consumer(*store_).claim(conn(), "orphan").size(), 1U);
-
   // Lease: the killed leader's lease runs out first (2 s).
-  ASSERT_TRUE(eventually([&] { return leader_pid() == survivor.pid(); }, seconds(30)))
-      << "leader " << leader_pid();
-  ASSERT_TRUE(eventually(
-      [&] { return terminal(fmt::format("job_id = {} AND state = 'completed'", scheduled)) == 1; },
-      seconds(30)));
-  ASSERT_TRUE(eventually(
-      [&] {
-        return count(fmt::format(
-                   "SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND state = 'rescued'",
-                   orphan)) == 1;
-      },
-      seconds(30)));
-  const auto log = survivor.log();
-  EXPECT_NE(log.find(direct() ? "notify self-test: ok" : "notify self-test: swallowed"),
-            std::string::npos)
-      << log;
-  EXPECT_EQ(survivor.terminate(seconds(20)), 0) << survivor.log();
+  expect_leader_fail_over(
+      work_args({"--queue", "failover:4", "--heartbeat-ms", "100", "--stale-ms", "1000",
+                 "--maintenance-ms", "100"}),
+      [&] { return leader_pid(); },
+      [&](WorkerProcess& survivor) {
+        const auto log = survivor.log();
+        EXPECT_NE(log.find(direct() ? "notify self-test: ok" : "notify self-test: swallowed"),
+                  std::string::npos)
+            << log;
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooler, PoolerRuntimeTest, ::testing::Bool(),

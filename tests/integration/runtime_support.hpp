@@ -11,12 +11,14 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "awa/client.hpp"
@@ -190,6 +192,56 @@ class RuntimeTest : public StorageTest {
     const std::string prefix = "awa-work-";
     if (app.rfind(prefix, 0) != 0) return -1;  // held by something else (an in-process client)
     return std::stoi(app.substr(prefix.size()));
+  }
+
+  // Leader fail-over between two `awa work` processes started with `args` (queue
+  // "failover"): once one leads (leader_pid() gives its OS pid), it is SIGKILLed; the
+  // survivor must take over and do what only a leader does — promote a scheduled job and
+  // rescue an attempt a claimer left open ("orphan" has no workers, so it stays rescued).
+  // `check_survivor` runs before the survivor is stopped gracefully.
+  void expect_leader_fail_over(const std::vector<std::string>& args,
+                               const std::function<int()>& leader_pid,
+                               const std::function<void(WorkerProcess&)>& check_survivor) {
+    WorkerProcess a(schema_, args);
+    WorkerProcess b(schema_, args);
+    int leader = 0;
+    ASSERT_TRUE(eventually(
+        [&] {
+          leader = leader_pid();
+          return leader > 0;
+        },
+        seconds(30)))
+        << a.log() << b.log();
+    ASSERT_TRUE(leader == a.pid() || leader == b.pid()) << leader;
+    WorkerProcess& old_leader = leader == a.pid() ? a : b;
+    WorkerProcess& survivor = leader == a.pid() ? b : a;
+    old_leader.kill9();
+
+    InsertOpts later = on_queue("failover");
+    later.run_at = std::chrono::system_clock::now() + seconds(1);
+    const auto scheduled =
+        storage::insert_many(*store_, conn(),
+                             std::vector<NewJob>{NewJob("noop", nlohmann::json::object(), later)})
+            .at(0);
+    const auto orphan = enqueue("orphan", 1).at(0);
+    ASSERT_EQ(storage::consumer(*store_).claim(conn(), "orphan").size(), 1U);
+
+    ASSERT_TRUE(eventually([&] { return leader_pid() == survivor.pid(); }, seconds(30)))
+        << "leader " << leader_pid();
+    ASSERT_TRUE(eventually(
+        [&] {
+          return terminal(fmt::format("job_id = {} AND state = 'completed'", scheduled)) == 1;
+        },
+        seconds(30)));
+    ASSERT_TRUE(eventually(
+        [&] {
+          return count(fmt::format("SELECT count(*) FROM attempt_outcomes WHERE job_id = {} AND "
+                                   "state = 'rescued'",
+                                   orphan)) == 1;
+        },
+        seconds(30)));
+    check_survivor(survivor);
+    EXPECT_EQ(survivor.terminate(seconds(20)), 0) << survivor.log();
   }
 };
 
