@@ -222,6 +222,9 @@ struct JobDetail {
   std::int64_t run_lease = 0;
   std::vector<JobError> errors;
   std::optional<std::string> progress_json;  // the open attempt's last reported progress
+  // The callback id the open attempt registered (JobContext::register_callback, or parked
+  // with JobResult::wait_for_callback): what Admin::complete_external takes.
+  std::optional<std::string> callback_id;
   std::vector<JobEvent> timeline;
 };
 

@@ -34,7 +34,7 @@
           field('job-priority', 'Priority'), field('job-attempt', 'Attempt'),
           field('job-shard', 'Shard / lane_seq'), field('job-created', 'Created (UTC)'),
           field('job-run-at', 'Run at (UTC)'), field('job-tags', 'Tags'),
-          field('job-ordering-key', 'Ordering key')),
+          field('job-ordering-key', 'Ordering key'), field('job-callback', 'Callback id')),
         h('h2', null, 'Arguments'), h('pre', { id: 'job-args' }),
         h('h2', null, 'Metadata'), h('pre', { id: 'job-metadata' }),
         h('div', { id: 'progress-section', hidden: true },
@@ -67,6 +67,7 @@
       awa.fill('job-run-at', awa.fmtTime(j.run_at));
       awa.fill('job-tags', j.tags.length ? j.tags.join(', ') : '—');
       awa.fill('job-ordering-key', awa.orDash(j.ordering_key));
+      awa.fill('job-callback', awa.orDash(j.callback_id));
       awa.fill('job-args', pretty(j.args));
       awa.fill('job-metadata', pretty(j.metadata));
       document.getElementById('progress-section').hidden = j.progress === null;

@@ -64,6 +64,7 @@ json of(const JobDetail& d) {
   j["run_lease"] = d.run_lease;
   j["errors"] = errors_of(d.errors);
   j["progress"] = d.progress_json ? parse_or_text(*d.progress_json) : json(nullptr);
+  j["callback_id"] = opt(d.callback_id);
   j["timeline"] = json::array();
   for (const auto& e : d.timeline) {
     j["timeline"].push_back({{"at", e.at.empty() ? json(nullptr) : json(e.at)},

@@ -192,7 +192,12 @@ void DashboardTest::seed() {
   seed_.dlq_chargeback = e.job_id;
   EXPECT_EQ(finish(e, Outcome::kFail, "fatal: chargeback"), "dlq");
 
-  seed_.running = claimed(on(1), "ship", {{"order", 4}}).job_id;
+  {
+    const auto running = claimed(on(1), "ship", {{"order", 4}});
+    seed_.running = running.job_id;
+    // An attempt waiting on another system: the job page shows its callback id.
+    seed_.running_callback = store_->register_callback(ac(), running, std::chrono::hours(1));
+  }
 
   seed_.cancelled = enqueue(on(3), "ship", {{"order", 5}});
   EXPECT_EQ(admin().cancel_job(ac(), seed_.cancelled), "available");

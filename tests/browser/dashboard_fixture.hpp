@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct Seed {
   JobId failed_timeout = 0;   // orders, kind "charge", error "timeout ..."
   JobId retryable = 0;
   JobId running = 0;
+  std::optional<std::string> running_callback;  // registered by its attempt
   JobId scheduled = 0;
   JobId cancelled = 0;
   JobId dlq_closed = 0;      // orders, kind "refund"

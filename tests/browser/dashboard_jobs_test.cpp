@@ -138,6 +138,7 @@ TEST_F(DashboardTest, JobPageShowsErrorsAndArgsAndRetriesAFailedJob) {
   EXPECT_EQ(args, json::parse(d->args_json).dump(2)) << "JSON.stringify(x, null, 2)";
   const auto metadata = text_of("pre#job-metadata").value_or("");
   EXPECT_EQ(json::parse(metadata, nullptr, false), json::parse(d->metadata_json)) << metadata;
+  EXPECT_EQ(text_of("#job-callback"), "—");
 
   ASSERT_FALSE(d->errors.empty());
   const auto errors = rows("table#errors tr[data-attempt]");
@@ -180,6 +181,14 @@ TEST_F(DashboardTest, JobPageShowsErrorsAndArgsAndRetriesAFailedJob) {
   finish_page("job-unknown", {fmt::format("/api/jobs/{} - Failed to load resource: the server "
                                           "responded with a status of 404",
                                           unknown)});
+}
+
+TEST_F(DashboardTest, JobPageShowsTheCallbackIdARunningAttemptRegistered) {
+  ASSERT_TRUE(seed_.running_callback);
+  open(fmt::format("/jobs/{}", seed_.running), "job");
+  EXPECT_EQ(text_of("#job-state"), "running");
+  EXPECT_EQ(text_of("#job-callback"), *seed_.running_callback);
+  finish_page("job-callback");
 }
 
 TEST_F(DashboardTest, DlqPageListsDeadLettersAndRetriesTheCheckedOne) {

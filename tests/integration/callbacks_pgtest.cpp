@@ -38,9 +38,12 @@ class CallbackTest : public JobAdminTest {
 TEST_F(CallbackTest, ParkedAttemptWaitsThenItsCallbackCompletesItExactlyOnce) {
   const JobId id = enqueue("q");
   const auto e = claim_one("q", id);
+  EXPECT_FALSE(admin().job(ac(), id)->callback_id);
   const auto registered = register_cb(e, hours(1));
   ASSERT_TRUE(registered);
   EXPECT_EQ(state_of(id), "running");  // registered, the handler still runs
+  // An operator finds the id on the job (Admin::job, `awa job show`, the dashboard).
+  EXPECT_EQ(admin().job(ac(), id)->callback_id, registered);
   const auto parked = park(e, std::nullopt);
   ASSERT_TRUE(parked);
   EXPECT_EQ(*parked, *registered);  // the same id on every call
@@ -53,6 +56,7 @@ TEST_F(CallbackTest, ParkedAttemptWaitsThenItsCallbackCompletesItExactlyOnce) {
   EXPECT_EQ(r.state, "completed");
   EXPECT_EQ(state_of(id), "completed");
   EXPECT_EQ(leases_of(id), 0);
+  EXPECT_FALSE(admin().job(ac(), id)->callback_id);
 
   // Duplicate and late callbacks: stale, nothing changes.
   EXPECT_TRUE(admin().complete_external(ac(), *registered).stale());
@@ -227,8 +231,13 @@ TEST_F(CallbackTest, TheCliAnswersCallbacksAndSaysWhenOneIsStale) {
   const JobId done = enqueue("q");
   const auto cb = park(claim_one("q", done));
   ASSERT_TRUE(cb);
+  // The operator's way to the id: `awa job show` (text and JSON).
+  auto r = run_cli("--schema " + schema_ + " job show " + std::to_string(done));
+  EXPECT_NE(r.output.find("callback_id  " + *cb), std::string::npos) << r.output;
+  r = run_cli("--schema " + schema_ + " job show " + std::to_string(done) + " --json");
+  EXPECT_EQ(nlohmann::json::parse(r.output)["callback_id"], *cb) << r.output;
   const std::string awa = "--schema " + schema_ + " callback ";
-  auto r = run_cli(awa + "heartbeat " + *cb + " --timeout-s 3600 --json");
+  r = run_cli(awa + "heartbeat " + *cb + " --timeout-s 3600 --json");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["job_id"], done);
   r = run_cli(awa + "complete " + *cb + " --json");
