@@ -137,3 +137,45 @@ BEGIN
         USING ERRCODE = '40001';
 END
 $$;
+
+-- Forgets keys whose holder is no longer in the key's states: a job that ended (with the
+-- default states), or whose rows were all pruned (job_states finds nothing). Keeping such
+-- a key frees nothing — the next claim of it would take it over — so without this
+-- unique_keys would grow by one row per distinct key forever. The maintenance leader calls
+-- it every purge round. It scans at most p_limit keys in key order after p_after (NULL:
+-- from the start) and returns how many it deleted and the last key it scanned (NULL when
+-- the scan reached the end: start again from the beginning next time).
+--
+-- Keys locked by a claim in progress are skipped (SKIP LOCKED); a claim that meets a key
+-- deleted under it inserts it again (claim_unique_key's loop). Under the row lock the
+-- holder's state is read in this statement's snapshot, where the key row and its job,
+-- written by one transaction, are both visible or both not: a key whose job is still in
+-- its states is never deleted.
+CREATE OR REPLACE FUNCTION {schema}.purge_unique_keys(p_after bytea, p_limit integer)
+RETURNS TABLE (purged integer, last_key bytea)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'purge_unique_keys: limit % is outside 1..100000', p_limit
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+    WITH scanned AS MATERIALIZED (
+        SELECT u.key, u.job_id, u.states
+        FROM {schema}.unique_keys u
+        WHERE u.key > coalesce(p_after, ''::bytea)  -- keys are sha256 digests, never empty
+        ORDER BY u.key
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED),
+    freed AS (
+        DELETE FROM {schema}.unique_keys u
+        USING scanned c
+        WHERE u.key = c.key
+          AND NOT coalesce((SELECT s.state FROM {schema}.job_states(c.job_id) s) = ANY (c.states),
+                           false)
+        RETURNING 1)
+    SELECT (SELECT count(*) FROM freed)::integer,
+           CASE WHEN (SELECT count(*) FROM scanned) >= p_limit
+                THEN (SELECT c.key FROM scanned c ORDER BY c.key DESC LIMIT 1) END;
+END
+$$;

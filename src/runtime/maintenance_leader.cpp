@@ -13,6 +13,7 @@
 #include "pg/native.hpp"
 #include "runtime/instance_registry.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/enqueue_unique.hpp"
 #include "storage/periodic.hpp"
 #include "storage/store_access.hpp"
 
@@ -181,6 +182,7 @@ void MaintenanceLeader::round(awa::Connection& conn) {
     last_purge_ = now;
     const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
     if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+    purge_unique_keys(conn);
     const int expired = InstanceRegistry::expire(
         pg::native(conn), sql::quote_schema(options_.schema), options_.instance_retention);
     if (expired > 0)
@@ -188,6 +190,30 @@ void MaintenanceLeader::round(awa::Connection& conn) {
                    options_.instance_retention.count());
   }
   gauges(conn);
+}
+
+void MaintenanceLeader::purge_unique_keys(awa::Connection& conn) {
+  // Steps of 5,000 keys, at most 10 per purge round: 50,000 keys swept a round, and a
+  // huge key table costs several rounds rather than one long one.
+  constexpr int kStep = 5000;
+  constexpr int kMaxSteps = 10;
+  int purged = 0;
+  try {
+    for (int i = 0; i < kMaxSteps; ++i) {
+      const auto step = storage::purge_unique_keys(
+          pg::native(conn), sql::quote_schema(options_.schema), unique_cursor_, kStep);
+      purged += step.purged;
+      unique_cursor_ = step.next;
+      if (!unique_cursor_) break;
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+    }
+  } catch (const Error& e) {
+    // Only this sweep is at stake: the next purge round starts it again.
+    spdlog::warn("maintenance: purging unique keys: {}", e.what());
+    unique_cursor_.reset();
+  }
+  if (purged > 0) spdlog::info("maintenance: forgot {} unique keys whose jobs ended", purged);
 }
 
 void MaintenanceLeader::periodic(awa::Connection& conn) {

@@ -48,6 +48,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -136,6 +137,9 @@ class MaintenanceLeader {
   void rings(awa::Connection& conn);
   // Fires due periodic schedules; a failed schedule is logged and counted, never thrown.
   void periodic(awa::Connection& conn);
+  // Forgets unique keys whose jobs left the keys' states, in bounded steps resumed from
+  // where the last round stopped (storage::purge_unique_keys).
+  void purge_unique_keys(awa::Connection& conn);
   // Records the finished round in runtime_instances; a failure is logged, never thrown.
   void tick(awa::Connection& conn);
   // Refreshes the queue gauges when due; a failure is logged, never thrown.
@@ -174,6 +178,7 @@ class MaintenanceLeader {
   std::chrono::steady_clock::time_point last_gauges_{};  // maintenance thread only
   bool gauges_failing_ = false;                          // maintenance thread only
   bool periodic_failing_ = false;                        // maintenance thread only
+  std::optional<std::string> unique_cursor_;             // maintenance thread only
   std::set<metrics::LaneLabels> gauge_lanes_;            // written; maintenance thread only
 };
 

@@ -53,6 +53,23 @@ InsertResult UniqueInserter::insert(pg::Connection& conn, const NewJob& job) con
   return r;
 }
 
+UniquePurge purge_unique_keys(pg::Connection& conn, const std::string& quoted_schema,
+                              const std::optional<std::string>& after, int limit) {
+  pg::Params p;
+  if (after) {
+    p.add_bytea(std::string_view(*after));
+  } else {
+    p.null();
+  }
+  p.add(limit);
+  const auto res =
+      conn.exec(sql::render(sql::file("queries/runtime/purge_unique_keys.sql"), quoted_schema), p);
+  UniquePurge out;
+  out.purged = res.get<int>(0, 0);
+  if (const auto key = res.get_opt<pg::Bytea>(0, 1)) out.next = key->bytes;
+  return out;
+}
+
 bool any_unique(std::span<const NewJob> jobs) {
   return std::any_of(jobs.begin(), jobs.end(),
                      [](const NewJob& j) { return j.opts.unique.has_value(); });

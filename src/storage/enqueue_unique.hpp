@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,16 @@ class UniqueInserter {
 };
 
 bool any_unique(std::span<const NewJob> jobs);
+
+// One step of the leader's purge of unique keys whose holder left the key's states
+// (purge_unique_keys in sql/functions/0025_unique.sql): scans at most `limit` keys after
+// `after` (in key order; unset: from the start) and deletes the freed ones.
+struct UniquePurge {
+  int purged = 0;
+  std::optional<std::string> next;  // where the next step starts; unset: from the start
+};
+UniquePurge purge_unique_keys(pg::Connection& conn, const std::string& quoted_schema,
+                              const std::optional<std::string>& after, int limit);
 
 // A call with unique jobs: validates every job (InvalidArgument, nothing written), inserts
 // the unique ones first, one by one in input order — before `bulk` takes any lane lock —
