@@ -6,8 +6,6 @@
 // processes.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,24 +97,8 @@ TEST_P(PoolerRuntimeTest, RetryCancelAndPeriodicWork) {
     if (job.attempt() == 1) return JobResult::retry_after(milliseconds(50), "first try fails");
     return JobResult::completed();
   });
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false;
-  std::atomic<bool> saw_stop{false};
-  client.register_worker("wait", [&](JobContext& job) {
-    {
-      std::lock_guard lock(mu);
-      started = true;
-    }
-    cv.notify_all();
-    std::mutex m;
-    std::condition_variable_any w;
-    std::unique_lock lock(m);
-    // Bounded: a missing cancel fails the test instead of hanging it.
-    saw_stop = w.wait_for(lock, job.stop_token(), seconds(20), [] { return false; }) ||
-               job.stop_token().stop_requested();
-    return JobResult::completed();
-  });
+  StopProbe probe;
+  client.register_worker("wait", probe.handler());
   std::atomic<int> ticks{0};
   client.register_worker("tick", [&](JobContext&) {
     ++ticks;
@@ -129,14 +111,11 @@ TEST_P(PoolerRuntimeTest, RetryCancelAndPeriodicWork) {
   const auto waiting = enqueue("work", 1, "wait").at(0);
   client.start();
 
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, seconds(10), [&] { return started; }));
-  }
+  ASSERT_TRUE(probe.wait_started(seconds(10)));
   auto admin_conn = awa::Connection::connect(database_url());
   EXPECT_EQ(Admin(schema_).cancel_job(admin_conn, waiting), "running");
   // Direct: the awa:cancel notification; poll-only: the next heartbeat (200 ms).
-  ASSERT_TRUE(eventually([&] { return saw_stop.load(); }, seconds(10)));
+  ASSERT_TRUE(eventually([&] { return probe.saw_stop(); }, seconds(10)));
 
   ASSERT_TRUE(eventually(
       [&] { return terminal(fmt::format("job_id = {} AND state = 'completed'", flaky)) == 1; },

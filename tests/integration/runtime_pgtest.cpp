@@ -150,34 +150,15 @@ TEST_F(RuntimeTest, UnknownKindWaitsForAWorkerThatKnowsIt) {
 
 TEST_F(RuntimeTest, CancelFiresTheRunningHandlersStopToken) {
   Client client(options());
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false;
-  std::atomic<bool> saw_stop{false};
-  client.register_worker("wait", [&](JobContext& job) {
-    {
-      std::lock_guard lock(mu);
-      started = true;
-    }
-    cv.notify_all();
-    std::mutex m;
-    std::condition_variable_any w;
-    std::unique_lock lock(m);
-    // Bounded: a missing cancel fails the test instead of hanging it.
-    saw_stop = w.wait_for(lock, job.stop_token(), seconds(20), [] { return false; }) ||
-               job.stop_token().stop_requested();
-    return JobResult::completed();
-  });
+  StopProbe probe;
+  client.register_worker("wait", probe.handler());
   client.add_queue(queue("cancel", 2));
   const auto id = enqueue("cancel", 1, "wait").at(0);
   client.start();
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, seconds(10), [&] { return started; }));
-  }
+  ASSERT_TRUE(probe.wait_started(seconds(10)));
   auto admin_conn = awa::Connection::connect(database_url());
   EXPECT_EQ(Admin(schema_).cancel_job(admin_conn, id), "running");
-  ASSERT_TRUE(eventually([&] { return saw_stop.load(); }, seconds(5)));
+  ASSERT_TRUE(eventually([&] { return probe.saw_stop(); }, seconds(5)));
   ASSERT_TRUE(eventually([&] { return client.stats().stale_completions >= 1; }, seconds(5)));
   client.stop();
   EXPECT_EQ(terminal(fmt::format("job_id = {}", id)), 1);

@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -128,6 +130,39 @@ class WorkerProcess : public AwaProcess {
     args.insert(args.begin(), {"work", "--rotate-ms", "0"});
     return args;
   }
+};
+
+// A handler for the cancel tests: it says it started, then waits (bounded: 20 s, so a
+// missing cancel fails the test instead of hanging it) for its attempt's stop token.
+class StopProbe {
+ public:
+  Handler handler() {
+    return [this](JobContext& job) {
+      {
+        std::lock_guard lock(mu_);
+        started_ = true;
+      }
+      cv_.notify_all();
+      std::mutex m;
+      std::condition_variable_any w;
+      std::unique_lock lock(m);
+      saw_stop_ =
+          w.wait_for(lock, job.stop_token(), std::chrono::seconds(20), [] { return false; }) ||
+          job.stop_token().stop_requested();
+      return JobResult::completed();
+    };
+  }
+  bool wait_started(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return started_; });
+  }
+  bool saw_stop() const { return saw_stop_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;  // guarded by mu_
+  std::atomic<bool> saw_stop_{false};
 };
 
 class RuntimeTest : public StorageTest {
