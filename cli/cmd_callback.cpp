@@ -20,6 +20,7 @@ namespace {
 struct Args {
   std::string id;
   std::string error = "failed by callback";
+  std::optional<std::string> result;
   bool no_retry = false;
   std::int64_t timeout_s = 0;
   bool json = false;
@@ -50,7 +51,7 @@ int run(const Context& ctx, const std::string& action, const Args& a) {
     if (a.timeout_s > 0) timeout = std::chrono::seconds(a.timeout_s);
     return report(a.id, admin.heartbeat_external(conn, a.id, timeout), "", a.json);
   }
-  const auto r = action == "complete" ? admin.complete_external(conn, a.id)
+  const auto r = action == "complete" ? admin.complete_external(conn, a.id, a.result)
                                       : admin.fail_external(conn, a.id, a.error, !a.no_retry);
   return report(a.id, r.job_id, r.state, a.json);
 }
@@ -65,6 +66,10 @@ void add_callback(CLI::App& app, Context& ctx) {
     auto a = std::make_shared<Args>();
     auto* sub = cmd->add_subcommand(action, std::string(action) + " the attempt waiting on ID");
     sub->add_option("id", a->id, "the callback id (a UUID)")->required();
+    if (std::string(action) == "complete") {
+      sub->add_option("--result", a->result,
+                      "what the other system answered (JSON), kept on the completed job");
+    }
     if (std::string(action) == "fail") {
       sub->add_option("--error", a->error, "the error kept on the job")->capture_default_str();
       sub->add_flag("--no-retry", a->no_retry, "fail for good instead of retrying");

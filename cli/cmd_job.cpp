@@ -84,6 +84,7 @@ int show(const Context& ctx, JobId id, bool json) {
   if (d->ordering_key) fmt::print("  ordering_key {}\n", dump(nlohmann::json(*d->ordering_key)));
   if (d->progress_json) fmt::print("  progress     {}\n", *d->progress_json);
   if (d->callback_id) fmt::print("  callback_id  {}\n", *d->callback_id);
+  if (d->result_json) fmt::print("  result       {}\n", *d->result_json);
   if (!d->errors.empty()) {
     fmt::print("errors\n");
     for (const auto& e : d->errors) {

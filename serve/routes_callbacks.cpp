@@ -1,9 +1,11 @@
 // POST /api/callbacks/{id}/complete | fail | heartbeat: another system ends (or extends)
 // an attempt that waits for it (docs/api.md, "Callbacks"; docs/scheduling.md). Signed
 // with the callback secret (awa/callback.hpp), not the dashboard's token.
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "api.hpp"
 
@@ -21,6 +23,25 @@ namespace {
                   {{"stale", true}});
 }
 
+// The completion's body: empty, or a JSON object whose only member is "result" (any JSON
+// value: what the other system answered, kept on the job). Params takes scalars only.
+std::optional<std::string> completion_result(const httplib::Request& req) {
+  if (!req.params.empty())
+    throw HttpError(400, fmt::format("unknown parameter \"{}\"", req.params.begin()->first));
+  if (req.body.empty()) return std::nullopt;
+  if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0)
+    throw HttpError(400, "a completion's body must be JSON (Content-Type: application/json)");
+  const auto body = nlohmann::json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    throw HttpError(400, "the body must be a JSON object");
+  for (const auto& [name, value] : body.items()) {
+    if (name != "result") throw HttpError(400, fmt::format("unknown parameter \"{}\"", name));
+  }
+  const auto it = body.find("result");
+  if (it == body.end()) return std::nullopt;
+  return it->dump();
+}
+
 void send_result(httplib::Response& res, const std::string& id, const CallbackResult& r) {
   if (r.stale()) stale(id);
   send_json(res, 200, {{"callback_id", id}, {"job_id", *r.job_id}, {"state", r.state}});
@@ -32,9 +53,9 @@ void add_callback_routes(Router& r) {
   r.post_signed("/api/callbacks/([^/]+)/complete",
                 [](const httplib::Request& req, httplib::Response& res, Connection& conn,
                    const Admin& admin) {
-                  const Params p(req, {});
+                  const auto result = completion_result(req);
                   const std::string id = req.matches[1];
-                  send_result(res, id, admin.complete_external(conn, id));
+                  send_result(res, id, admin.complete_external(conn, id, result));
                 });
   r.post_signed("/api/callbacks/([^/]+)/fail", [](const httplib::Request& req,
                                                   httplib::Response& res, Connection& conn,

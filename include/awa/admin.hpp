@@ -225,6 +225,9 @@ struct JobDetail {
   // The callback id the open attempt registered (JobContext::register_callback, or parked
   // with JobResult::wait_for_callback): what Admin::complete_external takes.
   std::optional<std::string> callback_id;
+  // A completed job's result, when its external callback gave one
+  // (Admin::complete_external); JSON text.
+  std::optional<std::string> result_json;
   std::vector<JobEvent> timeline;
 };
 
@@ -422,7 +425,12 @@ class Admin {
   // `callback_id` is the id JobContext::register_callback returned (a UUID; anything else
   // is InvalidArgument). Each ends the waiting attempt exactly once, through the same
   // path as every other end: a second or late callback is stale and changes nothing.
-  CallbackResult complete_external(Connection& conn, const std::string& callback_id) const;
+  // `result_json`: what the other system answered (JSON text, at most kMaxArgsBytes; not
+  // JSON: InvalidArgument, nothing changed). Kept on the completed job, where
+  // JobDetail::result_json shows it; a stale callback's result is dropped with it.
+  CallbackResult complete_external(
+      Connection& conn, const std::string& callback_id,
+      const std::optional<std::string>& result_json = std::nullopt) const;
   // retryable: retried with backoff while attempts remain (like a handler's failure),
   // else failed (or the DLQ). `error` is kept on the job like a handler's.
   CallbackResult fail_external(Connection& conn, const std::string& callback_id,

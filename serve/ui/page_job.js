@@ -39,6 +39,8 @@
         h('h2', null, 'Metadata'), h('pre', { id: 'job-metadata' }),
         h('div', { id: 'progress-section', hidden: true },
           h('h2', null, 'Progress'), h('pre', { id: 'job-progress' })),
+        h('div', { id: 'result-section', hidden: true },
+          h('h2', null, 'Callback result'), h('pre', { id: 'job-result' })),
         h('h2', null, 'Errors'),
         awa.table('errors', [['attempt', 'Attempt'], ['at', 'At (UTC)'], ['error', 'Error']]),
         h('p', { id: 'no-errors', class: 'muted', hidden: true }, 'No attempt failed.'),
@@ -72,6 +74,8 @@
       awa.fill('job-metadata', pretty(j.metadata));
       document.getElementById('progress-section').hidden = j.progress === null;
       awa.fill('job-progress', j.progress === null ? '' : pretty(j.progress));
+      document.getElementById('result-section').hidden = j.result === null;
+      awa.fill('job-result', j.result === null ? '' : pretty(j.result));
       awa.fill(document.querySelector('#errors tbody'), j.errors.map((e) =>
         h('tr', { 'data-attempt': e.attempt },
           h('td', { 'data-col': 'attempt', class: 'num' }, String(e.attempt)),

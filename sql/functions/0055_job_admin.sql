@@ -8,8 +8,9 @@
 --   dlq                    a dlq_entries row;
 --   completed / failed / cancelled
 --                          the end of its last attempt: a done row on the ready row's key
---                          (failed, cancelled; completed only for rows written before
---                          migration 0002), or a claimed ready row with no done row and no
+--                          (failed, cancelled; completed for rows written before
+--                          migration 0002 and for a success that kept an external
+--                          callback's result, migration 0011), or a claimed ready row with no done row and no
 --                          open attempt — a success, which writes no per-job row (its
 --                          claim_closures row may already be pruned: the claim ring is
 --                          shorter than the queue ring, so it is not looked for).
@@ -297,6 +298,9 @@ BEGIN
                           JOIN {schema}.claim_closures x
                             ON x.claim_slot = c.claim_slot AND x.batch_id = c.batch_id
                            AND x.outcome = 'completed' AND x.lane_seqs @> c.lane_seq)
+          -- a success that kept a result has its done row (listed below) instead
+          AND NOT EXISTS (SELECT 1 FROM {schema}.done_entries d
+                          WHERE d.job_id = p_job_id AND d.state = 'completed')
         UNION ALL
         SELECT d.finished_at, d.state, d.attempt,
                CASE WHEN d.lane_seq > 0 THEN d.enqueue_shard END, coalesce(d.error, ''), 3

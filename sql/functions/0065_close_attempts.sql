@@ -23,12 +23,19 @@
 -- (failed / dlq); snooze (deferred, the attempt is given back); cancel; rescue (like
 -- retry, due now, reason 'rescue'). Returns (ord, state) for the attempts closed here,
 -- ord being the 1-based input position.
+--
+-- p_results: a result per attempt, kept for 'completed' only (an external callback's
+-- answer, migration 0011). A success with a result is closed like the other ends — its
+-- done row (state 'completed', the result) and a 'closed' closure — so it is counted
+-- once, from the done row, by every reader; one without stays a bare closure.
+DROP FUNCTION IF EXISTS {schema}.close_attempts(bigint[], bigint[], text[], text[], double precision[]);
 CREATE OR REPLACE FUNCTION {schema}.close_attempts(
     p_batches bigint[],
     p_lane_seqs bigint[],
     p_outcomes text[],
     p_errors text[] DEFAULT NULL,
-    p_delays_s double precision[] DEFAULT NULL)
+    p_delays_s double precision[] DEFAULT NULL,
+    p_results jsonb[] DEFAULT NULL)
 RETURNS TABLE (ord bigint, state text)
 LANGUAGE plpgsql
 SET jit = off AS $$
@@ -40,7 +47,8 @@ BEGIN
         RETURN;
     END IF;
     IF coalesce(cardinality(p_lane_seqs), 0) <> v_n OR coalesce(cardinality(p_outcomes), 0) <> v_n
-       OR coalesce(cardinality(p_errors), v_n) <> v_n OR coalesce(cardinality(p_delays_s), v_n) <> v_n THEN
+       OR coalesce(cardinality(p_errors), v_n) <> v_n OR coalesce(cardinality(p_delays_s), v_n) <> v_n
+       OR coalesce(cardinality(p_results), v_n) <> v_n THEN
         RAISE EXCEPTION 'close_attempts: the input arrays differ in length' USING ERRCODE = '22023';
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(p_outcomes) o
@@ -52,7 +60,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:attempts'), k.key)
     FROM (SELECT DISTINCT {schema}.attempt_lock_key(b) AS key FROM unnest(p_batches) b ORDER BY 1) k;
 
-    IF 'completed' = ALL (p_outcomes) THEN
+    IF 'completed' = ALL (p_outcomes) AND p_results IS NULL THEN
         -- The batcher's common case: nothing to read but the batches and their closures.
         RETURN QUERY
         WITH input AS MATERIALIZED (
@@ -96,8 +104,9 @@ BEGIN
         SELECT t.*
         FROM unnest(p_batches, p_lane_seqs, p_outcomes,
                     coalesce(p_errors, array_fill(NULL::text, ARRAY[v_n])),
-                    coalesce(p_delays_s, array_fill(NULL::double precision, ARRAY[v_n])))
-             WITH ORDINALITY AS t(batch_id, lane_seq, outcome, error, delay_s, ord)),
+                    coalesce(p_delays_s, array_fill(NULL::double precision, ARRAY[v_n])),
+                    coalesce(p_results, array_fill(NULL::jsonb, ARRAY[v_n])))
+             WITH ORDINALITY AS t(batch_id, lane_seq, outcome, error, delay_s, result, ord)),
     first AS MATERIALIZED (
         SELECT DISTINCT ON (i.batch_id, i.lane_seq) i.*
         FROM input i ORDER BY i.batch_id, i.lane_seq, i.ord),
@@ -116,8 +125,9 @@ BEGIN
         WHERE f.lane_seq BETWEEN b.first_seq AND b.last_seq
           AND NOT EXISTS (SELECT 1 FROM closed c
                           WHERE c.batch_id = f.batch_id AND c.lane_seqs @> f.lane_seq)),
-    -- The ready row of every attempt that ends other than completed: its body, its stored
-    -- max_attempts, and the slot it sits in now (prune may have carried it forward).
+    -- The ready row of every attempt that ends other than a bare success: its body, its
+    -- stored max_attempts, and the slot it sits in now (prune may have carried it forward).
+    -- A success keeps its result only as such: `kept` says it writes a done row.
     decided AS MATERIALIZED (
         SELECT o.*, r.ready_slot, r.job_id, r.run_lease + 1 AS attempt_lease,
                (r.attempt + 1)::smallint AS closed_attempt, r.max_attempts, r.kind, r.args,
@@ -131,7 +141,8 @@ BEGIN
                                  THEN CASE o.outcome WHEN 'rescue' THEN 'rescued' ELSE 'retried' END
                              WHEN coalesce(q.dlq_enabled, false) THEN 'dlq'
                              ELSE 'failed' END
-               END AS state
+               END AS state,
+               CASE WHEN o.outcome = 'completed' THEN o.result END AS kept
         FROM open o
         LEFT JOIN LATERAL (
             SELECT r.*
@@ -141,26 +152,26 @@ BEGIN
             JOIN {schema}.ready_entries r
               ON r.ready_slot = s.slot AND r.queue = o.queue AND r.priority = o.priority
              AND r.enqueue_shard = o.enqueue_shard AND r.lane_seq = o.lane_seq
-            WHERE o.outcome <> 'completed'
+            WHERE o.outcome <> 'completed' OR o.result IS NOT NULL
             LIMIT 1) AS r ON true
         LEFT JOIN {schema}.queue_meta q ON q.queue = o.queue
         -- an attempt whose ready row cannot be found is left open, never half-closed
-        WHERE o.outcome = 'completed' OR r.job_id IS NOT NULL),
+        WHERE (o.outcome = 'completed' AND o.result IS NULL) OR r.job_id IS NOT NULL),
     closures AS (
         INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, n_closed)
         SELECT d.claim_slot, d.batch_id,
-               CASE WHEN d.state = 'completed' THEN 'completed' ELSE 'closed' END,
+               CASE WHEN d.state = 'completed' AND d.kept IS NULL THEN 'completed' ELSE 'closed' END,
                range_agg(int8range(d.lane_seq, d.lane_seq, '[]')), count(*)
         FROM decided d
-        GROUP BY d.claim_slot, d.batch_id, d.state = 'completed'),
+        GROUP BY d.claim_slot, d.batch_id, d.state = 'completed' AND d.kept IS NULL),
     history AS (
         INSERT INTO {schema}.done_entries
             (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt,
-             state, error)
+             state, error, result)
         SELECT d.ready_slot, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id,
-               d.attempt_lease, d.closed_attempt, d.state, d.error
+               d.attempt_lease, d.closed_attempt, d.state, d.error, d.kept
         FROM decided d
-        WHERE d.state <> 'completed'
+        WHERE d.state <> 'completed' OR d.kept IS NOT NULL
         ON CONFLICT DO NOTHING),
     deferred AS (
         INSERT INTO {schema}.deferred_jobs

@@ -83,10 +83,14 @@ END
 $$;
 
 -- Ends the attempt waiting on p_callback_id: p_outcome 'completed', 'retry' (a retryable
--- failure: retried while attempts remain) or 'fail' (failed, or the DLQ). Returns the
+-- failure: retried while attempts remain) or 'fail' (failed, or the DLQ). p_result, with
+-- 'completed' only, is the other system's answer, kept on the job's done row. Returns the
 -- job and its end state, or no row when no open attempt has that id (it ended already —
 -- a duplicate or late callback, a timeout, a cancel — or the id never existed).
-CREATE OR REPLACE FUNCTION {schema}.resolve_callback(p_callback_id uuid, p_outcome text, p_error text DEFAULT NULL)
+DROP FUNCTION IF EXISTS {schema}.resolve_callback(uuid, text, text);
+CREATE OR REPLACE FUNCTION {schema}.resolve_callback(p_callback_id uuid, p_outcome text,
+                                                     p_error text DEFAULT NULL,
+                                                     p_result jsonb DEFAULT NULL)
 RETURNS TABLE (job_id bigint, state text)
 LANGUAGE plpgsql
 SET jit = off AS $$
@@ -98,6 +102,9 @@ BEGIN
         RAISE EXCEPTION 'resolve_callback: unknown outcome (expected completed, retry or fail)'
             USING ERRCODE = '22023';
     END IF;
+    IF p_result IS NOT NULL AND p_outcome <> 'completed' THEN
+        RAISE EXCEPTION 'resolve_callback: only a completion carries a result' USING ERRCODE = '22023';
+    END IF;
     SELECT l.claim_batch, l.lane_seq, l.job_id INTO v_lease
     FROM {schema}.leases l WHERE l.callback_id = p_callback_id LIMIT 1;
     IF NOT FOUND THEN
@@ -108,7 +115,8 @@ BEGIN
     RETURN QUERY
     SELECT v_lease.job_id, c.state
     FROM {schema}.close_attempts(ARRAY[v_lease.claim_batch], ARRAY[v_lease.lane_seq],
-                                 ARRAY[p_outcome], ARRAY[p_error]) c;
+                                 ARRAY[p_outcome], ARRAY[p_error], NULL,
+                                 CASE WHEN p_result IS NOT NULL THEN ARRAY[p_result] END) c;
 END
 $$;
 

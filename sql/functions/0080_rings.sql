@@ -381,7 +381,8 @@ BEGIN
     -- Their job ends per lane and minute, for the rates (Admin::throughput): the same rows
     -- as above (this runs before the live work joins awa_prune_keep; ready rows carried
     -- for it have no done row that stays), dead letters included. 'completed' rows predate
-    -- migration 0002; a success now leaves only its claim closure (prune_carry_claims).
+    -- migration 0002 or kept a callback's result (0011); any other success leaves only its
+    -- claim closure (prune_carry_claims).
     INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
     SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
            count(*) FILTER (WHERE d.state = 'completed'),

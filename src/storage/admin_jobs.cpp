@@ -124,6 +124,7 @@ std::optional<JobDetail> Admin::job(Connection& conn, JobId id) const {
   d.errors = parse_errors(res.text(0, 16));
   d.progress_json = res.get_opt<std::string>(0, 17);
   d.callback_id = res.get_opt<std::string>(0, 19);
+  d.result_json = res.get_opt<std::string>(0, 20);
   for (const auto& e : nlohmann::json::parse(res.text(0, 18))) {
     JobEvent ev;
     ev.at = e.at("at").is_null() ? std::string() : e.at("at").get<std::string>();

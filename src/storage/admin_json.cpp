@@ -65,6 +65,7 @@ json of(const JobDetail& d) {
   j["errors"] = errors_of(d.errors);
   j["progress"] = d.progress_json ? parse_or_text(*d.progress_json) : json(nullptr);
   j["callback_id"] = opt(d.callback_id);
+  j["result"] = d.result_json ? parse_or_text(*d.result_json) : json(nullptr);
   j["timeline"] = json::array();
   for (const auto& e : d.timeline) {
     j["timeline"].push_back({{"at", e.at.empty() ? json(nullptr) : json(e.at)},

@@ -48,12 +48,15 @@ std::string query(std::string_view name, const std::string& quoted) {
 }
 
 CallbackResult resolve(const std::string& quoted, Connection& conn, const std::string& id,
-                       const char* outcome, const std::optional<std::string>& error) {
+                       const char* outcome, const std::optional<std::string>& error,
+                       const std::optional<std::string>& result_json) {
   validate_callback_id(id);
+  if (result_json) storage::validate_json_text("the callback result", *result_json, kMaxArgsBytes);
   std::optional<std::string> stored;
   if (error) stored = storage::storable_text(*error, storage::kMaxErrorBytes);
-  const auto res = pg::native(conn).exec(query("resolve_callback", quoted),
-                                         pg::make_params(id, std::string(outcome), stored));
+  const auto res =
+      pg::native(conn).exec(query("resolve_callback", quoted),
+                            pg::make_params(id, std::string(outcome), stored, result_json));
   CallbackResult r;
   if (res.rows() > 0) {
     r.job_id = res.get<std::int64_t>(0, 0);
@@ -92,13 +95,14 @@ std::optional<std::string> QueueStorage::wait_for_callback(
   return storage::consumer(*this).callback(pg::native(conn), entry, timeout, true);
 }
 
-CallbackResult Admin::complete_external(Connection& conn, const std::string& callback_id) const {
-  return resolve(quoted_, conn, callback_id, "completed", std::nullopt);
+CallbackResult Admin::complete_external(Connection& conn, const std::string& callback_id,
+                                        const std::optional<std::string>& result_json) const {
+  return resolve(quoted_, conn, callback_id, "completed", std::nullopt, result_json);
 }
 
 CallbackResult Admin::fail_external(Connection& conn, const std::string& callback_id,
                                     const std::string& error, bool retryable) const {
-  return resolve(quoted_, conn, callback_id, retryable ? "retry" : "fail", error);
+  return resolve(quoted_, conn, callback_id, retryable ? "retry" : "fail", error, std::nullopt);
 }
 
 std::optional<JobId> Admin::heartbeat_external(

@@ -72,6 +72,21 @@ void validate_queue_name(std::string_view queue) {
   }
 }
 
+void validate_json_text(std::string_view what, std::string_view json, std::size_t limit) {
+  // Size first: no point parsing 10 MB to reject it.
+  if (json.size() > limit) {
+    throw InvalidArgument(
+        fmt::format("{} is {} bytes of JSON; the limit is {}", what, json.size(), limit));
+  }
+  if (!nlohmann::json::accept(json)) {
+    throw InvalidArgument(fmt::format("{} is not valid JSON: \"{}\"", what, printable(json)));
+  }
+  if (has_nul_escape(json)) {
+    throw InvalidArgument(
+        fmt::format("{} contains \\u0000, which PostgreSQL's jsonb cannot store", what));
+  }
+}
+
 void validate_job(const NewJob& job, std::size_t index) {
   const auto fail = [&](const std::string& what) {
     throw InvalidArgument(

@@ -17,6 +17,10 @@ void validate_queue_name(std::string_view queue);
 // `index` is the job's position in its batch, for the message.
 void validate_job(const NewJob& job, std::size_t index);
 
+// A JSON document the caller hands over as text (an external callback's result): valid
+// JSON, at most `limit` bytes, no \u0000. Throws InvalidArgument starting with `what`.
+void validate_json_text(std::string_view what, std::string_view json, std::size_t limit);
+
 // `text` for an error message: at most `limit` bytes, control characters and invalid
 // UTF-8 shown as \xNN.
 std::string printable(std::string_view text, std::size_t limit = 64);

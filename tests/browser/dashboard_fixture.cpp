@@ -170,7 +170,15 @@ void DashboardTest::seed() {
   };
 
   EXPECT_EQ(finish(claimed(on(0), "ship", {{"order", 1}}), Outcome::kCompleted), "completed");
-  EXPECT_EQ(finish(claimed(on(1), "ship", {{"order", 2}}), Outcome::kCompleted), "completed");
+  {
+    // Completed by another system's callback, with its answer: the job page shows it.
+    const auto e = claimed(on(1), "ship", {{"order", 2}});
+    seed_.completed_with_result = e.job_id;
+    const auto cb = store_->wait_for_callback(ac(), e, std::chrono::hours(1));
+    EXPECT_TRUE(cb);
+    EXPECT_EQ(admin().complete_external(ac(), cb.value_or(""), seed_.callback_result.dump()).state,
+              "completed");
+  }
 
   seed_.failed_declined_args = {{"order", 1001}, {"amount_cents", 2550}, {"currency", "EUR"}};
   auto e = claimed(on(0, 1), "charge", seed_.failed_declined_args);

@@ -54,6 +54,8 @@ struct Seed {
   JobId retryable = 0;
   JobId running = 0;
   std::optional<std::string> running_callback;  // registered by its attempt
+  JobId completed_with_result = 0;              // completed by a callback with a result
+  nlohmann::json callback_result = {{"tracking", "DHL-42"}, {"parcels", 2}};
   JobId scheduled = 0;
   JobId cancelled = 0;
   JobId dlq_closed = 0;      // orders, kind "refund"

@@ -139,6 +139,7 @@ TEST_F(DashboardTest, JobPageShowsErrorsAndArgsAndRetriesAFailedJob) {
   const auto metadata = text_of("pre#job-metadata").value_or("");
   EXPECT_EQ(json::parse(metadata, nullptr, false), json::parse(d->metadata_json)) << metadata;
   EXPECT_EQ(text_of("#job-callback"), "—");
+  EXPECT_FALSE(exists("#result-section:not([hidden])")) << "no callback result on a failed job";
 
   ASSERT_FALSE(d->errors.empty());
   const auto errors = rows("table#errors tr[data-attempt]");
@@ -189,6 +190,15 @@ TEST_F(DashboardTest, JobPageShowsTheCallbackIdARunningAttemptRegistered) {
   EXPECT_EQ(text_of("#job-state"), "running");
   EXPECT_EQ(text_of("#job-callback"), *seed_.running_callback);
   finish_page("job-callback");
+}
+
+TEST_F(DashboardTest, JobPageShowsTheResultACallbackCompletedTheJobWith) {
+  open(fmt::format("/jobs/{}", seed_.completed_with_result), "job");
+  EXPECT_EQ(text_of("#job-state"), "completed");
+  ASSERT_TRUE(exists("#result-section:not([hidden])")) << describe_page();
+  const auto shown = text_of("pre#job-result").value_or("");
+  EXPECT_EQ(json::parse(shown, nullptr, false), seed_.callback_result) << shown;
+  finish_page("job-result");
 }
 
 TEST_F(DashboardTest, DlqPageListsDeadLettersAndRetriesTheCheckedOne) {

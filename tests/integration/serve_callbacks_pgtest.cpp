@@ -67,6 +67,28 @@ TEST_F(ServeCallbackTest, ASignedCallbackCompletesTheJobAndARepeatIsStale) {
   EXPECT_EQ(state_of(id), "completed");
 }
 
+TEST_F(ServeCallbackTest, ACompletionsSignedResultIsKeptOnTheJob) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string path = "/api/callbacks/" + cb + "/complete";
+  // Anything but {"result": <JSON>} is refused before the database.
+  auto [status, body] = call(*signed_, path, R"({"result": 1, "note": "x"})");
+  EXPECT_EQ(status, 400) << body;
+  std::tie(status, body) = call(*signed_, path, R"([1, 2])");
+  EXPECT_EQ(status, 400) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  std::tie(status, body) =
+      call(*signed_, path, R"({"result": {"shipment": "DHL-42", "items": [1, 2]}})");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(body["state"], "completed");
+  const nlohmann::json want = {{"shipment", "DHL-42"}, {"items", {1, 2}}};
+  const auto d = admin().job(ac(), id);
+  ASSERT_TRUE(d && d->result_json);
+  EXPECT_EQ(nlohmann::json::parse(*d->result_json), want);
+  // The job's API shows it too.
+  EXPECT_EQ(get("/api/jobs/" + std::to_string(id))["result"], want);
+}
+
 TEST_F(ServeCallbackTest, FailAndHeartbeat) {
   JobId id = 0;
   const auto cb = waiting_job("cbq", &id);

@@ -5,7 +5,8 @@
 -- (now() is read once, here).
 --   completed  a success writes no per-job row: its claim_closures row (outcome
 --              'completed', n_closed attempts, closed_at) counts it; done_entries rows in
---              state 'completed' predate migration 0002 and count too.
+--              state 'completed' (from before migration 0002, or a success that kept a
+--              callback's result, whose closure is 'closed') count too.
 --   failed     the done_entries row of an attempt that ended the job: 'failed' or 'dlq'.
 --              Retried, snoozed, rescued and cancelled attempts are not job ends.
 -- History that prune removed for good is counted from minute_rollups (migration 0005),
