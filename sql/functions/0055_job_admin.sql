@@ -10,10 +10,11 @@
 --                          the end of its last attempt: a done row on the ready row's key
 --                          (failed, cancelled; completed for rows written before
 --                          migration 0002 and for a success that kept an external
---                          callback's result, migration 0011), or a claimed ready row with no done row and no
---                          open attempt — a success, which writes no per-job row (its
---                          claim_closures row may already be pruned: the claim ring is
---                          shorter than the queue ring, so it is not looked for).
+--                          callback's result, migration 0011), or a claimed ready row
+--                          with no done row and no open attempt — a success, which
+--                          writes no per-job row (its claim_closures row may already be
+--                          pruned: the claim ring is shorter than the queue ring, so it
+--                          is not looked for).
 -- Every other retained row is history: a tombstoned row without a done row was moved
 -- (move_queue, set_job_priority, age_waiting_priorities), a done row retried / snoozed /
 -- rescued / dlq was followed by a newer row. Every transition of the engine moves a job
