@@ -138,6 +138,67 @@ BEGIN
 END
 $$;
 
+-- The keys of the unique jobs of one enqueue call with more than one job (QueueStorage::
+-- insert_many and friends; docs/scheduling.md "Costs and limits"), claimed before any job
+-- of the call is written and in key order, so that two such calls never wait for each
+-- other's keys in opposite orders, and the call's jobs can then all be written through the
+-- lane-ordered bulk path. Input: one element per unique job, in the call's order (ord is
+-- the 1-based position here). Output, one row per input: its key; duplicate = true with
+-- holder = the job that holds the key, or duplicate = true with a NULL holder when an
+-- equal job earlier in the same call (in key order: same key, smaller ord) claimed it;
+-- duplicate = false when this call claimed the key — for job id 0, a placeholder the
+-- caller replaces with the job's id (set_unique_key_holders) once it has written it, in
+-- the same transaction. The key is computed as insert_job_compat computes it.
+CREATE OR REPLACE FUNCTION {schema}.claim_unique_keys(
+    p_kinds text[], p_queues text[], p_args jsonb[], p_run_at timestamptz[], p_unique jsonb[])
+RETURNS TABLE (ord integer, key bytea, holder bigint, duplicate boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    r      record;
+    c      record;
+    v_prev bytea;
+BEGIN
+    FOR r IN
+        SELECT t.ord::integer AS ord, k.key, s.states
+        FROM unnest(p_kinds, p_queues, p_args, p_run_at, p_unique)
+                 WITH ORDINALITY AS t(kind, queue, args, run_at, spec, ord)
+        CROSS JOIN LATERAL {schema}.unique_spec(t.spec) AS s
+        CROSS JOIN LATERAL (
+            SELECT {schema}.unique_key(t.kind, t.queue, t.args, coalesce(t.run_at, now()),
+                                       s.by_args, s.by_queue, s.period) AS key) AS k
+        ORDER BY k.key, t.ord
+    LOOP
+        IF r.key = v_prev THEN
+            RETURN QUERY SELECT r.ord, r.key, NULL::bigint, true;
+            CONTINUE;
+        END IF;
+        v_prev := r.key;
+        SELECT * INTO c FROM {schema}.claim_unique_key(r.key, 0, r.states);
+        RETURN QUERY SELECT r.ord, r.key, CASE WHEN c.duplicate THEN c.job_id END, c.duplicate;
+    END LOOP;
+END
+$$;
+
+-- Names the jobs that hold the keys claim_unique_keys claimed for the placeholder 0 in
+-- this transaction. Only placeholder rows change, so a producer cannot hand another
+-- job's key to a job of its choice. Returns how many rows it named. SECURITY DEFINER
+-- like claim_unique_key (sql/security/function_settings.sql).
+CREATE OR REPLACE FUNCTION {schema}.set_unique_key_holders(p_keys bytea[], p_job_ids bigint[])
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n integer;
+BEGIN
+    UPDATE {schema}.unique_keys u
+    SET job_id = x.job_id
+    FROM unnest(p_keys, p_job_ids) AS x(key, job_id)
+    WHERE u.key = x.key AND u.job_id = 0;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$$;
+
 -- Forgets keys whose holder is no longer in the key's states: a job that ended (with the
 -- default states), or whose rows were all pruned (job_states finds nothing). Keeping such
 -- a key frees nothing — the next claim of it would take it over — so without this

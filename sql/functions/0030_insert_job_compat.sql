@@ -41,7 +41,9 @@
 -- ascending shard order — or use insert_jobs_compat(), which sorts the lanes itself.
 -- Otherwise two such transactions may deadlock, and PostgreSQL aborts one with 40P01.
 -- A unique call also holds its key's row lock to commit, before its lane lock: put
--- unique calls first in the transaction, in a fixed order, or expect the same.
+-- unique calls first in the transaction, in a fixed order; even then their lanes may meet
+-- another producer's in the other order (40P01). The C++ producer's insert_many claims a
+-- call's keys first and writes all its lanes in order (docs/scheduling.md).
 
 -- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
 -- returning bigint), and the one before p_unique. Dropped, since their defaults would make

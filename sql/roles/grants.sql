@@ -75,7 +75,7 @@ BEGIN
                             'reserve_lane_range', 'notify_channel', 'validate_job',
                             'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'shard_for_ordering_key',
                             'ordering_key_hash', 'unique_spec', 'unique_key', 'claim_unique_key',
-                            'check_job_state')
+                            'claim_unique_keys', 'set_unique_key_holders', 'check_job_state')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {producer}', f.sig);
     END LOOP;

@@ -28,7 +28,9 @@
 --    that would then run as the owner; that is why insert_job_compat and
 --    insert_jobs_compat (awa_compat_batch) stay SECURITY INVOKER.
 --    claim_unique_key (unique jobs, 0025_unique.sql) is SECURITY DEFINER for the same
---    reason: it writes unique_keys and reads a key holder's state through job_states,
+--    reason (and set_unique_key_holders, which names the holders of keys claimed for a
+--    placeholder by a call's claim_unique_keys): it writes unique_keys and reads a key
+--    holder's state through job_states,
 --    so the producer needs no privilege on unique_keys or on any table job_states
 --    reads, and learns only a holder's id and state. Every other function acts with the
 --    caller's privileges, so a role without them gets SQLSTATE 42501.
@@ -43,7 +45,8 @@ BEGIN
         JOIN pg_catalog.pg_language l ON l.oid = p.prolang
         WHERE p.pronamespace = '{schema}'::regnamespace AND p.prokind = 'f'
     LOOP
-        IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key') THEN
+        IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key',
+                         'set_unique_key_holders') THEN
             IF NOT f.prosecdef THEN
                 EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
             END IF;

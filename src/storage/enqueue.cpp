@@ -65,15 +65,6 @@ struct Plan {
   std::vector<std::string> notify_queues;
 };
 
-std::string format_timestamp(std::chrono::system_clock::time_point tp) {
-  const auto us =
-      std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count();
-  const auto secs =
-      std::chrono::sys_seconds(std::chrono::seconds(us / 1000000 - (us % 1000000 < 0)));
-  const auto frac = ((us % 1000000) + 1000000) % 1000000;
-  return fmt::format("{:%Y-%m-%d %H:%M:%S}.{:06d}+00", secs, frac);
-}
-
 std::string tags_literal(const std::vector<std::string>& tags) {
   storage::ArrayLiteral a;
   for (const auto& t : tags) a.add(t);
@@ -230,7 +221,7 @@ struct QueueStorage::Impl {
       args.add(j.args_json);
       attempts.add(static_cast<std::int64_t>(j.opts.max_attempts));
       if (j.opts.run_at) {
-        run_at.add(format_timestamp(*j.opts.run_at));
+        run_at.add(storage::timestamp_literal(*j.opts.run_at));
       } else {
         run_at.add_null();
       }
@@ -251,7 +242,7 @@ struct QueueStorage::Impl {
       kinds.add(j.kind);
       args.add(j.args_json);
       attempts.add(static_cast<std::int64_t>(j.opts.max_attempts));
-      run_at.add(format_timestamp(*j.opts.run_at));
+      run_at.add(storage::timestamp_literal(*j.opts.run_at));
       add_optional_columns(j, keys, meta, tags);
     }
     return pg::make_params(

@@ -1,6 +1,18 @@
 #include "storage/pg_array.hpp"
 
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
 namespace awa::storage {
+
+std::string timestamp_literal(std::chrono::system_clock::time_point tp) {
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch()).count();
+  const auto secs =
+      std::chrono::sys_seconds(std::chrono::seconds(us / 1000000 - (us % 1000000 < 0)));
+  const auto frac = ((us % 1000000) + 1000000) % 1000000;
+  return fmt::format("{:%Y-%m-%d %H:%M:%S}.{:06d}+00", secs, frac);
+}
 
 void ArrayLiteral::separator() {
   if (!first_) text_.push_back(',');

@@ -3,11 +3,15 @@
 // any element text (commas, braces, quotes, backslashes, whitespace).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace awa::storage {
+
+// A timestamptz element: "YYYY-MM-DD HH:MM:SS.ffffff+00" (UTC, microseconds).
+std::string timestamp_literal(std::chrono::system_clock::time_point tp);
 
 // bytea's hex input form of raw bytes: "\\x0a1b...".
 std::string bytea_hex(std::string_view bytes);

@@ -299,6 +299,64 @@ TEST_F(UniqueTest, InsertManyWithAMixKeepsInputOrder) {
   }
 }
 
+// Regression: a call with several unique jobs took each one's key and then its lane, in
+// input order, ahead of its other jobs' lanes, so two calls with the same unique jobs in
+// opposite orders deadlocked on the keys (40P01), and one next to a plain producer could
+// on the lanes. Now a call claims its keys in key order before any lane, then writes all
+// its jobs through the lane-ordered bulk path.
+TEST_F(UniqueTest, CallsWithSeveralUniqueJobsInOppositeOrdersDoNotDeadlock) {
+  set_shards("dl", 8);
+  constexpr int kRounds = 20;
+  const auto u = [](int round, const char* which) {
+    NewJob j = unique_job("dl", {{"round", round}, {"which", which}});
+    j.opts.ordering_key = which;  // the two unique jobs of a round on different lanes
+    return j;
+  };
+  const auto plain = [](int round, int n) {
+    InsertOpts o = on_queue("dl");
+    o.ordering_key = fmt::format("p{}", n);
+    return NewJob("plain", {{"round", round}, {"n", n}}, o);
+  };
+  std::vector<std::vector<NewJob>> calls[3];
+  for (int r = 0; r < kRounds; ++r) {
+    calls[0].push_back({u(r, "a"), plain(r, 0), u(r, "b")});
+    calls[1].push_back({u(r, "b"), plain(r, 1), u(r, "a")});
+    calls[2].push_back({plain(r, 2), plain(r, 3), plain(r, 4), plain(r, 5)});  // lanes only
+  }
+  std::vector<Connection> conns;
+  for (int t = 0; t < 3; ++t) conns.push_back(Connection::connect(database_url()));
+  std::barrier step(3);
+  std::vector<std::string> errors[3];
+  std::vector<std::vector<JobId>> got[3];
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (const auto& call : calls[t]) {
+          step.arrive_and_wait();
+          try {
+            got[t].push_back(store_->insert_many(conns[static_cast<std::size_t>(t)], call));
+          } catch (const std::exception& e) {
+            errors[t].push_back(e.what());
+          }
+        }
+      });
+    }
+  }
+  for (const auto& e : errors) EXPECT_THAT(e, ::testing::IsEmpty());
+  // Every round: one job per unique key (the later call's copies got its id).
+  ASSERT_EQ(got[0].size(), static_cast<std::size_t>(kRounds));
+  ASSERT_EQ(got[1].size(), static_cast<std::size_t>(kRounds));
+  for (int r = 0; r < kRounds; ++r) {
+    const auto& x = got[0][static_cast<std::size_t>(r)];
+    const auto& y = got[1][static_cast<std::size_t>(r)];
+    EXPECT_EQ(x[0], y[2]) << "round " << r << ": job a";
+    EXPECT_EQ(x[2], y[0]) << "round " << r << ": job b";
+    EXPECT_NE(x[0], x[2]) << "round " << r;
+  }
+  EXPECT_EQ(jobs_in("dl"), kRounds * (2 + 2 + 4));
+}
+
 TEST_F(UniqueTest, RolledBackInsertReleasesTheKey) {
   {
     Transaction tx(ac());
