@@ -124,11 +124,13 @@ int list(const Context& ctx, bool stale, bool json) {
   return 0;
 }
 
-int set_paused(const Context& ctx, const std::string& name, bool paused) {
+int set_paused(const Context& ctx, const std::string& name, bool paused, bool json) {
   const PeriodicAdmin admin(ctx.schema);
   auto conn = Connection::connect(ctx.require_database_url());
   if (!(paused ? admin.pause(conn, name) : admin.resume(conn, name))) not_found(name);
-  if (paused) {
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"name", name}, {"paused", paused}}.dump());
+  } else if (paused) {
     fmt::print("periodic job {} paused: it does not fire until `awa cron resume {}`\n", name, name);
   } else {
     fmt::print("periodic job {} resumed (occurrences while paused are skipped)\n", name);
@@ -149,10 +151,14 @@ int trigger(const Context& ctx, const std::string& name, bool json) {
   return 0;
 }
 
-int remove(const Context& ctx, const std::string& name) {
+int remove(const Context& ctx, const std::string& name, bool json) {
   const PeriodicAdmin admin(ctx.schema);
   auto conn = Connection::connect(ctx.require_database_url());
   if (!admin.remove(conn, name)) not_found(name);
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"name", name}, {"removed", true}}.dump());
+    return 0;
+  }
   fmt::print(
       "periodic job {} removed (jobs it enqueued stay; a client that declares it adds it again "
       "at its next start)\n",
@@ -198,13 +204,15 @@ void add_cron(CLI::App& app, Context& ctx) {
 
   for (const bool paused : {true, false}) {
     auto name = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
     auto* sub = cmd->add_subcommand(paused ? "pause" : "resume",
                                     paused ? "stop a periodic job from firing"
                                            : "let a paused periodic job fire again (occurrences "
                                              "while paused are skipped)");
     sub->add_option("name", *name, "schedule name")->required();
-    sub->callback([&ctx, name, paused] {
-      ctx.action = [&ctx, name, paused] { return set_paused(ctx, *name, paused); };
+    sub->add_flag("--json", *json, "print JSON");
+    sub->callback([&ctx, name, paused, json] {
+      ctx.action = [&ctx, name, paused, json] { return set_paused(ctx, *name, paused, *json); };
     });
   }
 
@@ -221,10 +229,14 @@ void add_cron(CLI::App& app, Context& ctx) {
   });
 
   auto remove_name = std::make_shared<std::string>();
+  auto remove_json = std::make_shared<bool>(false);
   auto* rm = cmd->add_subcommand("remove", "delete a periodic job (its jobs stay)");
   rm->add_option("name", *remove_name, "schedule name")->required();
-  rm->callback([&ctx, remove_name] {
-    ctx.action = [&ctx, remove_name] { return remove(ctx, *remove_name); };
+  rm->add_flag("--json", *remove_json, "print JSON");
+  rm->callback([&ctx, remove_name, remove_json] {
+    ctx.action = [&ctx, remove_name, remove_json] {
+      return remove(ctx, *remove_name, *remove_json);
+    };
   });
 }
 

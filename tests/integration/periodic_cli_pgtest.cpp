@@ -159,6 +159,12 @@ TEST_F(CliCronTest, AddListPauseResumeTriggerRemove) {
   r = cli("cron list");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("paused"), std::string::npos) << r.output;
+  EXPECT_EQ(cli_json("cron resume nightly --json"),
+            nlohmann::json({{"name", "nightly"}, {"paused", false}}));
+  EXPECT_EQ(cli_json("cron list --json")[0]["paused"], false);
+  EXPECT_EQ(cli_json("cron pause nightly --json"),
+            nlohmann::json({{"name", "nightly"}, {"paused", true}}));
+  EXPECT_EQ(cli_json("cron list --json")[0]["paused"], true);
   r = cli("cron resume nightly");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(cli_json("cron list --json")[0]["paused"], false);
@@ -172,8 +178,8 @@ TEST_F(CliCronTest, AddListPauseResumeTriggerRemove) {
             1);
   EXPECT_EQ(cli_json("cron list --json --stale").size(), 0u);
 
-  r = cli("cron remove nightly");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(cli_json("cron remove nightly --json"),
+            nlohmann::json({{"name", "nightly"}, {"removed", true}}));
   EXPECT_EQ(cli_json("cron list --json").size(), 0u);
   EXPECT_EQ(jobs_of("nightly"), 1);  // the triggered job stays
 }
