@@ -121,7 +121,7 @@ std::vector<InsertResult> insert_with_unique(
   std::vector<InsertResult> out(jobs.size());
   std::vector<std::optional<std::string>> key_of(jobs.size());  // keys this call claimed
   std::vector<std::pair<std::size_t, std::string>> repeats;     // equal to a job of the call
-  std::map<std::string, JobId> holder_of;                       // outside holders, by key
+  std::map<std::string, JobId> holder_of;  // each key's job: an outside holder, or written here
   for (int r = 0; r < claimed.rows(); ++r) {
     const auto i = uniq.at(static_cast<std::size_t>(claimed.get<int>(r, 0) - 1));
     auto key = claimed.get<pg::Bytea>(r, 1).bytes;
