@@ -209,13 +209,12 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM unique_keys"), kDenied);
   // Several in one call: the keys are claimed first and named after the bulk write
   // (claim_unique_keys, set_unique_key_holders), with the producer's grants alone.
-  auto other = once;
-  const std::vector<NewJob> several = {NewJob("k", {}, once), NewJob("k2", {}, other),
+  const std::vector<NewJob> several = {NewJob("k", {}, once), NewJob("k2", {}, once),
                                        NewJob("k3", {}, on_queue("pu"))};
   const auto ids = store.insert_many(as("producer"), several);
   ASSERT_EQ(ids.size(), 3U);
   EXPECT_EQ(ids[0], first.id);
-  EXPECT_EQ(store.insert_result(as("producer"), NewJob("k2", {}, other)).id, ids[1]);
+  EXPECT_EQ(store.insert_result(as("producer"), NewJob("k2", {}, once)).id, ids[1]);
   // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2, 3 on pu; 3 deferred.
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 15);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
