@@ -154,6 +154,9 @@ class QueueStorage {
     std::uint64_t lane_reservations = 0;  // contiguous ranges reserved
     std::uint64_t lane_creations = 0;     // lanes created by a first enqueue (cache misses)
     std::uint64_t lane_repairs = 0;       // cached lanes found missing and recreated
+    // Of the reservations, single jobs written by the one-statement path (a
+    // self-committing insert of one job, due now, to a lane already seen).
+    std::uint64_t one_job_writes = 0;
   };
   Stats stats() const;
 

@@ -6,8 +6,11 @@
 -- {producer}: enqueue only. The C++ producer (src/storage/enqueue.cpp, sql/queries/enqueue)
 --   reads queue_meta's shard counts, INSERTs (or COPYs) into ready_entries and
 --   deferred_jobs, takes job ids from job_ids, and reserves lanes through ensure_lane and
---   reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql), so it
---   needs no privilege on the lane tables, sequences or partitions. The SQL producers
+--   reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql). Its
+--   one-job path (sql/queries/enqueue/insert_one.sql: a self-committing insert of one job
+--   to a lane it has seen) does in one plain statement what reserve_lane_range does, so
+--   it reads the lane heads' key columns and the queue ring's ledger, advances the lane
+--   sequences and INSERTs into the ready partitions directly. The SQL producers
 --   (insert_job_compat, insert_jobs_compat) are SECURITY INVOKER and need the same plus
 --   compat_rotor and the routing and validation functions they call. Unique jobs go
 --   through insert_job_compat, whose key claim (claim_unique_key) is SECURITY DEFINER as
@@ -51,6 +54,8 @@ GRANT SELECT ON {schema}.queue_meta TO {producer};
 GRANT INSERT ON {schema}.ready_entries, {schema}.deferred_jobs TO {producer};
 GRANT SELECT (lane_seq, job_id) ON {schema}.ready_entries TO {producer};
 GRANT USAGE ON SEQUENCE {schema}.job_ids, {schema}.compat_rotor TO {producer};
+GRANT SELECT (queue, priority, enqueue_shard, lane_id, seq) ON {schema}.queue_enqueue_heads TO {producer};
+GRANT SELECT (ring, generation, slot) ON {schema}.ring_rotations TO {producer};
 
 -- Worker and admin.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {worker}, {admin};
@@ -90,6 +95,21 @@ BEGIN
         EXECUTE format('GRANT TRUNCATE ON %s TO {worker}, {admin}', t.rel);
     END LOOP;
 
+    -- The one-job path's partitions and lane sequences (lanes created later: the
+    -- default privileges below).
+    FOR t IN
+        SELECT i.inhrelid::regclass AS rel
+        FROM pg_catalog.pg_inherits i
+        WHERE i.inhparent = '{schema}.ready_entries'::regclass
+    LOOP
+        EXECUTE format('GRANT INSERT, SELECT (job_id) ON %s TO {producer}', t.rel);
+    END LOOP;
+    FOR t IN
+        SELECT h.seq AS rel FROM {schema}.queue_enqueue_heads h
+    LOOP
+        EXECUTE format('GRANT USAGE ON SEQUENCE %s TO {producer}', t.rel);
+    END LOOP;
+
     -- Views (attempt_outcomes) are read-only.
     FOR t IN
         SELECT c.oid::regclass AS rel
@@ -107,6 +127,9 @@ BEGIN
     IF v_owner IS NOT NULL THEN
         EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE %I IN SCHEMA %s '
                        'GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {worker}, {admin}',
+                       v_owner, '{schema}');
+        EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE %I IN SCHEMA %s '
+                       'GRANT USAGE ON SEQUENCES TO {producer}',
                        v_owner, '{schema}');
     END IF;
 END

@@ -237,8 +237,11 @@ struct Client::Impl {
   // One claim on `conn` (opened if needed), at most `want` rows, handed to the workers.
   // Returns rows claimed, or nullopt after an error (the reservation is dropped).
   // `limits_sql`: the rendered queries/runtime/queue_limits.sql, re-read when stale.
+  // `woken` (listening claimer only): set when wake-ups that arrived before the claim were
+  // dropped, for the claim answers them.
   std::optional<int> claim_into(QueueState& q, std::optional<pg::Connection>& conn, int want,
-                                bool listen, const std::string& limits_sql);
+                                bool listen, const std::string& limits_sql,
+                                bool* woken = nullptr);
 
   // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);

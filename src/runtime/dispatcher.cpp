@@ -3,6 +3,7 @@
 #include "runtime/client_impl.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/store_access.hpp"
+#include "storage/wake_coalescer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,11 @@ using std::chrono::milliseconds;
 // bounded, so an empty queue costs two extra claims per burst and no more.
 constexpr milliseconds kQuickRetries[] = {milliseconds(5), milliseconds(25)};
 constexpr std::size_t kNoQuickRetry = std::size(kQuickRetries);
+// The producers' coalesced wake-ups rely on it (storage/wake_coalescer.hpp): after any
+// wake-up, a claim starts at least kQuickRetries[0] later before the claimer sleeps for
+// its poll interval, and that is after the commit of every job the wake-up stood for.
+static_assert(kQuickRetries[0] > storage::WakeCoalescer::kWindow,
+              "a coalesced wake-up must be answered by a claim after its window");
 
 // Limits are set by an operator (awa queue configure) while workers run: how stale the
 // dispatchers' copy may be.
@@ -129,7 +135,8 @@ int Client::Impl::await_claim(QueueState& q, bool helper) {
 }
 
 std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Connection>& conn,
-                                            int want, bool listen, const std::string& limits_sql) {
+                                            int want, bool listen, const std::string& limits_sql,
+                                            bool* woken) {
   std::vector<ClaimedEntry> claimed;
   Clock::duration took{};
   try {
@@ -157,6 +164,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     // an empty claim. One arriving during the claim is kept and wakes the wait after it.
     if (listen) {
       while (conn->wait_notification(milliseconds(0))) {
+        if (woken != nullptr) *woken = true;
       }
     }
     pg::Connection* claim_conn = &*conn;
@@ -220,7 +228,11 @@ void Client::Impl::dispatch(QueueState& q) {
   for (;;) {
     const int want = await_claim(q, false);
     if (want == 0) break;  // stopping
-    const auto got = claim_into(q, conn, want, listen, sql);
+    bool woken = false;
+    const auto got = claim_into(q, conn, want, listen, sql, &woken);
+    // A wake-up answered by this claim restarts the quick retries, like one that ends a
+    // wait (see kQuickRetries).
+    if (woken) quick = 0;
     if (!got) {
       spdlog::info("dispatcher {}: retrying in {} ms", q.config.name, backoff.count());
       if (!pause_dispatch(backoff)) break;

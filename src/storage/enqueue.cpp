@@ -36,10 +36,12 @@
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
 #include "storage/copy_rows.hpp"
+#include "storage/enqueue_one.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/store_access.hpp"
 #include "storage/validate.hpp"
+#include "storage/wake_coalescer.hpp"
 
 namespace awa {
 namespace {
@@ -116,7 +118,8 @@ struct QueueStorage::Impl {
       : options(std::move(o)),
         quoted(sql::quote_schema(options.schema)),
         consumer(quoted),
-        unique(quoted) {
+        unique(quoted),
+        one(quoted) {
     const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
     insert_lane = r("queries/enqueue/insert_lane.sql");
     reserve_lane = r("queries/enqueue/reserve_lane.sql");
@@ -251,10 +254,74 @@ struct QueueStorage::Impl {
         std::move(keys).finish(), std::move(meta).finish(), std::move(tags).finish());
   }
 
-  pg::Params notify_params(const Plan& p) const {
+  static pg::Params notify_params(const std::vector<std::string>& queues) {
     storage::ArrayLiteral q;
-    for (const auto& name : p.notify_queues) q.add(name);
+    for (const auto& name : queues) q.add(name);
     return pg::make_params(std::move(q).finish());
+  }
+
+  // A self-committing call's wake-ups (storage/wake_coalescer.hpp): the queues whose
+  // NOTIFY is sent with the call, after its commit.
+  std::vector<std::string> wake_with_commit(const Plan& p) {
+    return wakes.carry(p.notify_queues, storage::WakeCoalescer::Clock::now());
+  }
+
+  // Once the call's commit is acknowledged: logs a NOTIFY sent with it that failed, and
+  // sends those of its queues that it did not carry and that still need one.
+  void wake_after_commit(pg::Connection& conn, const Plan& p,
+                         const std::vector<std::string>& carried,
+                         const std::vector<std::string>& errors) {
+    if (!errors.empty()) wakes.forget(carried);
+    for (const auto& e : errors) {
+      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e);
+    }
+    std::vector<std::string> rest;
+    for (const auto& q : p.notify_queues) {
+      if (std::find(carried.begin(), carried.end(), q) == carried.end()) rest.push_back(q);
+    }
+    if (rest.empty()) return;
+    const auto due = wakes.after_commit(rest, storage::WakeCoalescer::Clock::now());
+    if (due.empty()) return;
+    try {
+      conn.exec_cached(notify, notify_params(due));
+    } catch (const std::exception& e) {
+      wakes.forget(due);
+      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e.what());
+    }
+  }
+
+  // The one-job path (storage/enqueue_one.hpp): a self-committing call of one job, due
+  // now, to a lane the cache knows. nullopt when nothing was written (the lane row is
+  // missing, or the ring moved under two tries): the caller takes the general path.
+  // A COPY of one row has nothing to win over it either.
+  std::optional<JobId> insert_one(pg::Connection& conn, const Plan& p,
+                                  std::span<const NewJob> jobs) {
+    if (jobs.size() != 1 || !p.deferred.empty() || p.lanes.front().uncached) return std::nullopt;
+    const auto& job = jobs.front();
+    const auto& lane = p.lanes.front();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const int slot = one.slot();
+      pg::Pipeline pipe = conn.pipeline();
+      pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(
+                                         lane.key.queue, lane.key.priority, lane.key.shard, job));
+      const auto carried = wake_with_commit(p);
+      if (!carried.empty()) {
+        pipe.sync();
+        pipe.add_cached_best_effort(notify, notify_params(carried));
+      }
+      const auto results = pipe.run();
+      const auto out = one.read(results.front(), slot);
+      if (out.id) {
+        wake_after_commit(conn, p, carried, pipe.best_effort_errors());
+        reservations.fetch_add(1, std::memory_order_relaxed);
+        one_job_writes.fetch_add(1, std::memory_order_relaxed);
+        count_enqueued(p, jobs);
+        return out.id;
+      }
+      // A NOTIFY sent for nothing wakes a claim that finds nothing: harmless.
+      if (!out.slot_moved) return std::nullopt;
+    }
+    return std::nullopt;
   }
 
   // awa_job_enqueued_total, once the rows are written: one series lookup per queue in the
@@ -283,23 +350,26 @@ struct QueueStorage::Impl {
     const Plan p = plan(conn, jobs);
 
     const bool own = !conn.in_transaction();
+    if (own) {
+      if (const auto id = insert_one(conn, p, jobs)) return {*id};
+    }
     pg::Pipeline pipe = conn.pipeline();
     for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
     if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
-    if (!p.notify_queues.empty()) {
-      if (own) {
-        // After the commit (the Sync), in the same round trip: see `notify` below for
-        // why after, and why a failure is only a warning.
+    std::vector<std::string> carried;
+    if (own) {
+      // After the commit (the Sync), in the same round trip: see `notify` below for why
+      // after, and why a failure is only a warning.
+      carried = wake_with_commit(p);
+      if (!carried.empty()) {
         pipe.sync();
-        pipe.add_cached_best_effort(notify, notify_params(p));
-      } else {
-        pipe.add_cached(notify, notify_params(p));
+        pipe.add_cached_best_effort(notify, notify_params(carried));
       }
+    } else if (!p.notify_queues.empty()) {
+      pipe.add_cached(notify, notify_params(p.notify_queues));
     }
     const auto results = pipe.run();
-    for (const auto& e : pipe.best_effort_errors()) {
-      spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", e);
-    }
+    if (own) wake_after_commit(conn, p, carried, pipe.best_effort_errors());
 
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
       const auto& lane = p.lanes[l];
@@ -339,6 +409,9 @@ struct QueueStorage::Impl {
     if (jobs.empty()) return ids;
     const bool own = !conn.in_transaction();
     const Plan p = plan(conn, jobs);
+    if (own) {
+      if (const auto id = insert_one(conn, p, jobs)) return {*id};
+    }
     std::vector<storage::CopyPayload> payloads;
     payloads.reserve(p.lanes.size());
     for (const auto& lane : p.lanes)
@@ -346,6 +419,7 @@ struct QueueStorage::Impl {
                                                    lane.key.shard, lane.rows, jobs));
 
     std::optional<std::string> late_error;
+    std::vector<std::string> carried;
     try {
       std::size_t first = 0;  // index of the first lane's reservation in the script
       std::string script;
@@ -370,10 +444,12 @@ struct QueueStorage::Impl {
         script += ";\n";
       }
       std::size_t strict = first + 2 * p.lanes.size();
+      if (own) carried = wake_with_commit(p);
+      const auto& wake = own ? carried : p.notify_queues;
       std::string notify_sql;
-      if (!p.notify_queues.empty()) {
+      if (!wake.empty()) {
         storage::ArrayLiteral q;
-        for (const auto& name : p.notify_queues) q.add(name);
+        for (const auto& name : wake) q.add(name);
         const std::string lits[] = {conn.quote_literal(std::move(q).finish())};
         notify_sql = storage::bind_literals(notify, lits);
       }
@@ -427,7 +503,11 @@ struct QueueStorage::Impl {
       }
       throw;
     }
-    if (late_error) {
+    if (own) {
+      std::vector<std::string> errors;
+      if (late_error) errors.push_back(std::move(*late_error));
+      wake_after_commit(conn, p, carried, errors);
+    } else if (late_error) {
       spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", *late_error);
     }
     reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
@@ -462,6 +542,8 @@ struct QueueStorage::Impl {
   std::string quoted;
   storage::Consumer consumer;
   storage::UniqueInserter unique;
+  storage::OneJobInserter one;
+  storage::WakeCoalescer wakes;
   // Why a self-committed enqueue notifies after its commit (INSERT: a second pipeline
   // segment; COPY: after the script's COMMIT), in the same round trip: NOTIFY inside the
   // enqueue transaction would serialise every enqueue commit in the cluster: PostgreSQL
@@ -474,7 +556,7 @@ struct QueueStorage::Impl {
   std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts;
 
   std::atomic<std::uint16_t> rotor{0};
-  std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0};
+  std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0}, one_job_writes{0};
   mutable std::shared_mutex mu;
   std::unordered_map<std::string, int> shard_cache;  // guarded by mu
   std::set<LaneKey> lane_cache;                      // guarded by mu
@@ -561,7 +643,8 @@ void QueueStorage::reset() {
 }
 
 QueueStorage::Stats QueueStorage::stats() const {
-  return Stats{impl_->reservations.load(), impl_->creations.load(), impl_->repairs.load()};
+  return Stats{impl_->reservations.load(), impl_->creations.load(), impl_->repairs.load(),
+               impl_->one_job_writes.load()};
 }
 
 const std::string& QueueStorage::schema() const noexcept { return impl_->options.schema; }

@@ -163,6 +163,10 @@ TEST_F(RolesTest, RejectsABadPrefix) {
 TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
   QueueStorage store(StorageOptions{schema_});
   EXPECT_GT(enqueue_as("producer", "p", store), 0);
+  // A second job to that lane takes the one-job path (insert_one.sql), which needs the
+  // partitions, the lane heads and sequence and the ring ledger granted.
+  EXPECT_GT(enqueue_as("producer", "p", store), 0);
+  EXPECT_EQ(store.stats().one_job_writes, 1u);
   std::vector<NewJob> batch;
   for (int i = 0; i < 3; ++i) batch.emplace_back("k", nlohmann::json{{"i", i}}, on_queue("p"));
   EXPECT_EQ(store.insert_many_copy(as("producer"), batch).size(), 3u);
@@ -215,8 +219,8 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
   ASSERT_EQ(ids.size(), 3U);
   EXPECT_EQ(ids[0], first.id);
   EXPECT_EQ(store.insert_result(as("producer"), NewJob("k2", {}, once)).id, ids[1]);
-  // 1 + 3 + 3 + 1 compat now = 8 ready on p, 2 + 1 on p4, 1 on q2, 3 on pu; 3 deferred.
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 15);
+  // 2 + 3 + 3 + 1 compat now = 9 ready on p, 2 + 1 on p4, 1 on q2, 3 on pu; 3 deferred.
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 16);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
 }
 

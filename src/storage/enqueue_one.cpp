@@ -1,0 +1,73 @@
+#include "storage/enqueue_one.hpp"
+
+#include <fmt/format.h>
+
+#include "awa/error.hpp"
+#include "schema/sql_catalog.hpp"
+#include "storage/pg_array.hpp"
+
+namespace awa::storage {
+
+OneJobInserter::OneJobInserter(const std::string& quoted_schema)
+    : template_(sql::render(sql::file("queries/enqueue/insert_one.sql"), quoted_schema)) {}
+
+const std::string& OneJobInserter::sql(int slot) {
+  std::lock_guard lock(mu_);
+  const auto [it, fresh] = by_slot_.try_emplace(slot);
+  if (fresh) {
+    static constexpr std::string_view kToken = "{slot}";
+    const std::string value = std::to_string(slot);
+    auto& text = it->second;
+    text = template_;
+    for (auto pos = text.find(kToken); pos != std::string::npos; pos = text.find(kToken, pos)) {
+      text.replace(pos, kToken.size(), value);
+      pos += value.size();
+    }
+  }
+  return it->second;  // std::map: the reference outlives later insertions
+}
+
+pg::Params OneJobInserter::params(const std::string& queue, int priority, int shard,
+                                  const NewJob& job) {
+  pg::Params p;
+  p.add(queue).add(priority).add(shard).add(job.kind).add(job.args_json).add(job.opts.max_attempts);
+  if (job.opts.run_at) {
+    p.add(*job.opts.run_at);
+  } else {
+    p.null();
+  }
+  if (job.opts.ordering_key) {
+    p.add_bytea(std::string_view(*job.opts.ordering_key));
+  } else {
+    p.null();
+  }
+  if (job.opts.metadata.is_null()) {
+    p.null();
+  } else {
+    p.add(job.opts.metadata.dump());
+  }
+  if (job.opts.tags.empty()) {
+    p.null();
+  } else {
+    ArrayLiteral tags;
+    for (const auto& t : job.opts.tags) tags.add(t);
+    p.add(std::move(tags).finish());
+  }
+  return p;
+}
+
+OneJobInserter::Outcome OneJobInserter::read(const pg::Result& res, int slot) {
+  if (res.rows() != 1) throw Error(fmt::format("enqueue: one-job insert returned {} rows", res.rows()));
+  Outcome out;
+  out.id = res.get_opt<std::int64_t>(0, 1);
+  if (out.id) return out;
+  const auto current = res.get_opt<int>(0, 0);
+  if (!current) throw Error("enqueue: the queue ring has no current slot (schema not migrated?)");
+  if (*current != slot) {
+    slot_.store(*current, std::memory_order_relaxed);
+    out.slot_moved = true;
+  }
+  return out;
+}
+
+}  // namespace awa::storage
