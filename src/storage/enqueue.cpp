@@ -294,9 +294,13 @@ struct QueueStorage::Impl {
   // now, to a lane the cache knows. nullopt when nothing was written (the lane row is
   // missing, or the ring moved under two tries): the caller takes the general path.
   // A COPY of one row has nothing to win over it either.
+  // Roles set up before this path existed lack its grants (42501) until `awa roles setup`
+  // runs again: the store then keeps to the general path, which needs none of them.
   std::optional<JobId> insert_one(pg::Connection& conn, const Plan& p,
                                   std::span<const NewJob> jobs) {
-    if (jobs.size() != 1 || !p.deferred.empty() || p.lanes.front().uncached) return std::nullopt;
+    if (jobs.size() != 1 || !p.deferred.empty() || p.lanes.front().uncached ||
+        one_denied.load(std::memory_order_relaxed))
+      return std::nullopt;
     const auto& job = jobs.front();
     const auto& lane = p.lanes.front();
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -309,7 +313,18 @@ struct QueueStorage::Impl {
         pipe.sync();
         pipe.add_cached_best_effort(notify, notify_params(carried));
       }
-      const auto results = pipe.run();
+      std::vector<pg::Result> results;
+      try {
+        results = pipe.run();
+      } catch (const Error& e) {
+        if (e.sqlstate() != "42501") throw;
+        if (!one_denied.exchange(true)) {
+          spdlog::warn("enqueue: the one-job path is denied ({}); single jobs take the general "
+                       "path until the roles are set up again (awa roles setup)",
+                       e.what());
+        }
+        return std::nullopt;
+      }
       const auto out = one.read(results.front(), slot);
       if (out.id) {
         wake_after_commit(conn, p, carried, pipe.best_effort_errors());
@@ -557,6 +572,7 @@ struct QueueStorage::Impl {
 
   std::atomic<std::uint16_t> rotor{0};
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0}, one_job_writes{0};
+  std::atomic<bool> one_denied{false};  // see insert_one
   mutable std::shared_mutex mu;
   std::unordered_map<std::string, int> shard_cache;  // guarded by mu
   std::set<LaneKey> lane_cache;                      // guarded by mu

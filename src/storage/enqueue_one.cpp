@@ -11,7 +11,7 @@ namespace awa::storage {
 OneJobInserter::OneJobInserter(const std::string& quoted_schema)
     : template_(sql::render(sql::file("queries/enqueue/insert_one.sql"), quoted_schema)) {}
 
-const std::string& OneJobInserter::sql(int slot) {
+std::string OneJobInserter::sql(int slot) {
   std::lock_guard lock(mu_);
   const auto [it, fresh] = by_slot_.try_emplace(slot);
   if (fresh) {
@@ -24,7 +24,7 @@ const std::string& OneJobInserter::sql(int slot) {
       pos += value.size();
     }
   }
-  return it->second;  // std::map: the reference outlives later insertions
+  return it->second;  // a copy: other threads may add slots meanwhile
 }
 
 pg::Params OneJobInserter::params(const std::string& queue, int priority, int shard,

@@ -30,7 +30,7 @@ class OneJobInserter {
   // The slot to write to now: the last current slot seen (0 before any).
   int slot() const noexcept { return slot_.load(std::memory_order_relaxed); }
   // The statement for `slot`.
-  const std::string& sql(int slot);
+  std::string sql(int slot);
   // Its parameters. REQUIRES: job passed validate_job and is due now.
   static pg::Params params(const std::string& queue, int priority, int shard, const NewJob& job);
 

@@ -153,6 +153,19 @@ TEST_F(RolesTest, SetupIsIdempotentAndRestoresNologin) {
             0);
 }
 
+TEST_F(RolesTest, AProducerWhoseRolesPredateTheOneJobPathStillEnqueuesSingleJobs) {
+  // Roles set up by an older release lack the one-job path's grants until `awa roles
+  // setup` runs again; a single-job insert must then take the general path, not fail.
+  owner_conn().execute(fmt::format("REVOKE SELECT ON {}.ring_rotations FROM {}", quoted_schema(),
+                                   role("producer")));
+  QueueStorage store(StorageOptions{schema_});
+  EXPECT_GT(enqueue_as("producer", "old", store), 0);
+  EXPECT_GT(enqueue_as("producer", "old", store), 0);
+  EXPECT_GT(enqueue_as("producer", "old", store), 0);
+  EXPECT_EQ(store.stats().one_job_writes, 0u);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'old'"), 3);
+}
+
 TEST_F(RolesTest, RejectsABadPrefix) {
   for (const char* bad : {"", "Awa", "1awa", "awa-x", "awa x", "awa;drop"}) {
     EXPECT_THROW(Admin(schema_).setup_roles(owner_conn(), bad), InvalidArgument) << bad;
