@@ -137,7 +137,13 @@ std::vector<Result> Pipeline::run() {
     if (item.sync_after && sent < items.size() && PQpipelineSync(conn) != 1) {
       throw_connection_error(conn, "sending a pipeline");
     }
-    if (PQflush(conn) < 0) throw_connection_error(conn, "sending a pipeline");
+    // A statement followed by another goes out at once, so the server starts on it while
+    // the rest is sent. One followed by its Sync goes out with the Sync (which flushes):
+    // sent alone, the server would run it and then wait a client turn for the Sync inside
+    // the implicit transaction, holding its locks (an enqueue's lane lock) meanwhile.
+    if (!item.sync_after && sent < items.size() && PQflush(conn) < 0) {
+      throw_connection_error(conn, "sending a pipeline");
+    }
     if (sent % 64 == 0 && PQconsumeInput(conn) == 0) {
       throw_connection_error(conn, "sending a pipeline");
     }
