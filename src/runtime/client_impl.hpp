@@ -240,8 +240,7 @@ struct Client::Impl {
   // `woken` (listening claimer only): set when wake-ups that arrived before the claim were
   // dropped, for the claim answers them.
   std::optional<int> claim_into(QueueState& q, std::optional<pg::Connection>& conn, int want,
-                                bool listen, const std::string& limits_sql,
-                                bool* woken = nullptr);
+                                bool listen, const std::string& limits_sql, bool* woken = nullptr);
 
   // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);

@@ -319,9 +319,10 @@ struct QueueStorage::Impl {
       } catch (const Error& e) {
         if (e.sqlstate() != "42501") throw;
         if (!one_denied.exchange(true)) {
-          spdlog::warn("enqueue: the one-job path is denied ({}); single jobs take the general "
-                       "path until the roles are set up again (awa roles setup)",
-                       e.what());
+          spdlog::warn(
+              "enqueue: the one-job path is denied ({}); single jobs take the general "
+              "path until the roles are set up again (awa roles setup)",
+              e.what());
         }
         return std::nullopt;
       }

@@ -57,7 +57,8 @@ pg::Params OneJobInserter::params(const std::string& queue, int priority, int sh
 }
 
 OneJobInserter::Outcome OneJobInserter::read(const pg::Result& res, int slot) {
-  if (res.rows() != 1) throw Error(fmt::format("enqueue: one-job insert returned {} rows", res.rows()));
+  if (res.rows() != 1)
+    throw Error(fmt::format("enqueue: one-job insert returned {} rows", res.rows()));
   Outcome out;
   out.id = res.get_opt<std::int64_t>(0, 1);
   if (out.id) return out;

@@ -184,7 +184,8 @@ TEST_F(EnqueueOneTest, CallerTransactionsAndScheduledJobsKeepTheGeneralPath) {
   InsertOpts later = on_queue("general");
   later.run_at = std::chrono::system_clock::now() + 1h;
   insert(NewJob("later", {}, later));
-  std::vector<NewJob> two{NewJob("x", {}, on_queue("general")), NewJob("y", {}, on_queue("general"))};
+  std::vector<NewJob> two{NewJob("x", {}, on_queue("general")),
+                          NewJob("y", {}, on_queue("general"))};
   storage::insert_many(*store_, conn(), two);
   EXPECT_EQ(one_job_writes(), 0u);
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'general'"), 4);
@@ -202,7 +203,8 @@ TEST_F(EnqueueOneTest, ConcurrentOneJobProducersLoseNothingAndKeepLaneSeqsUnique
     threads.emplace_back([&, t] {
       try {
         pg::Connection c = connect_new();
-        for (int i = 0; i < kPerThread; ++i) insert(c, NewJob("w", {{"t", t}, {"i", i}}, on_queue("many")));
+        for (int i = 0; i < kPerThread; ++i)
+          insert(c, NewJob("w", {{"t", t}, {"i", i}}, on_queue("many")));
       } catch (const std::exception& e) {
         ++failures;
         ADD_FAILURE() << e.what();
@@ -212,15 +214,18 @@ TEST_F(EnqueueOneTest, ConcurrentOneJobProducersLoseNothingAndKeepLaneSeqsUnique
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(one_job_writes(), static_cast<std::uint64_t>(kThreads * kPerThread));
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'many'"), 4 + kThreads * kPerThread);
-  EXPECT_EQ(count("SELECT count(DISTINCT (enqueue_shard, lane_seq)) FROM ready_entries WHERE queue = 'many'"),
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'many'"),
+            4 + kThreads * kPerThread);
+  EXPECT_EQ(count("SELECT count(DISTINCT (enqueue_shard, lane_seq)) FROM ready_entries WHERE queue "
+                  "= 'many'"),
             4 + kThreads * kPerThread);
   EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM ready_entries WHERE queue = 'many'"),
             4 + kThreads * kPerThread);
   // Nothing rolled back, so each lane is gap-free: 1..n.
-  EXPECT_EQ(count("SELECT count(*) FROM (SELECT enqueue_shard FROM ready_entries WHERE queue = 'many'"
-                  " GROUP BY enqueue_shard HAVING max(lane_seq) <> count(*)) g"),
-            0);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM (SELECT enqueue_shard FROM ready_entries WHERE queue = 'many'"
+            " GROUP BY enqueue_shard HAVING max(lane_seq) <> count(*)) g"),
+      0);
 }
 
 }  // namespace

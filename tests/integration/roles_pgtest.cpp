@@ -156,8 +156,8 @@ TEST_F(RolesTest, SetupIsIdempotentAndRestoresNologin) {
 TEST_F(RolesTest, AProducerWhoseRolesPredateTheOneJobPathStillEnqueuesSingleJobs) {
   // Roles set up by an older release lack the one-job path's grants until `awa roles
   // setup` runs again; a single-job insert must then take the general path, not fail.
-  owner_conn().execute(fmt::format("REVOKE SELECT ON {}.ring_rotations FROM {}", quoted_schema(),
-                                   role("producer")));
+  owner_conn().execute(
+      fmt::format("REVOKE SELECT ON {}.ring_rotations FROM {}", quoted_schema(), role("producer")));
   QueueStorage store(StorageOptions{schema_});
   EXPECT_GT(enqueue_as("producer", "old", store), 0);
   EXPECT_GT(enqueue_as("producer", "old", store), 0);

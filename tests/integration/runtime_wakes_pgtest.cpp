@@ -51,7 +51,8 @@ TEST_F(RuntimeTest, CoalescedWakeUpsLeaveNoJobToThePollInterval) {
         std::mt19937 rng(static_cast<unsigned>(p) + 7);
         std::uniform_int_distribution<int> pause_us(0, 8000);
         for (int i = 0; i < kPerProducer; ++i) {
-          storage::insert_many(*store_, c, std::vector<NewJob>{NewJob("noop", {{"i", i}}, on_queue(q))});
+          storage::insert_many(*store_, c,
+                               std::vector<NewJob>{NewJob("noop", {{"i", i}}, on_queue(q))});
           if (i % 5 == 4) std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
         }
       } catch (const std::exception& e) {
