@@ -317,6 +317,7 @@ struct QueueStorage::Impl {
       try {
         results = pipe.run();
       } catch (const Error& e) {
+        wakes.forget(carried);  // as in insert_many
         if (e.sqlstate() != "42501") throw;
         if (!one_denied.exchange(true)) {
           spdlog::warn(
@@ -384,7 +385,14 @@ struct QueueStorage::Impl {
     } else if (!p.notify_queues.empty()) {
       pipe.add_cached(notify, notify_params(p.notify_queues));
     }
-    const auto results = pipe.run();
+    std::vector<pg::Result> results;
+    try {
+      results = pipe.run();
+    } catch (...) {
+      // Its NOTIFY segment may not have run (a broken connection): count it as not sent.
+      if (own) wakes.forget(carried);
+      throw;
+    }
     if (own) wake_after_commit(conn, p, carried, pipe.best_effort_errors());
 
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
@@ -511,6 +519,8 @@ struct QueueStorage::Impl {
             }
           });
     } catch (...) {
+      // The script stops at its error: the NOTIFY counted as sent was not.
+      if (own) wakes.forget(carried);
       if (own && conn.ok() && conn.in_transaction()) {
         try {
           conn.exec("ROLLBACK");
