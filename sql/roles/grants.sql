@@ -3,7 +3,7 @@
 -- roles hold here, so a re-run converges on exactly this file, and other sessions never
 -- see the gap between the revoke and the grants.
 --
--- {producer}: enqueue only. The C++ producer (src/storage/enqueue.cpp, sql/queries/enqueue)
+-- {producer}: enqueue only. The C++ producer (src/storage/enqueue*.cpp, sql/queries/enqueue)
 --   reads queue_meta's shard counts, INSERTs (or COPYs) into ready_entries and
 --   deferred_jobs, takes job ids from job_ids, and reserves lanes through ensure_lane and
 --   reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql). Its

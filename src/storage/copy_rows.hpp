@@ -1,6 +1,6 @@
 // ready_entries rows in PostgreSQL's binary COPY format (sql/queries/enqueue/copy_ready.sql),
 // encoded before the lane is reserved, and the literal binding of the COPY script
-// (QueueStorage's COPY path, src/storage/enqueue.cpp).
+// (QueueStorage's COPY path, src/storage/enqueue_copy.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,12 @@
 #include "storage/enqueue_one.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
+#include "pg/pipeline.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/enqueue_impl.hpp"
 #include "storage/pg_array.hpp"
 
 namespace awa::storage {
@@ -72,3 +75,52 @@ OneJobInserter::Outcome OneJobInserter::read(const pg::Result& res, int slot) {
 }
 
 }  // namespace awa::storage
+
+namespace awa {
+
+std::optional<JobId> QueueStorage::Impl::insert_one(pg::Connection& conn, const Plan& p,
+                                                    std::span<const NewJob> jobs) {
+  if (jobs.size() != 1 || !p.deferred.empty() || p.lanes.front().uncached ||
+      one_denied.load(std::memory_order_relaxed))
+    return std::nullopt;
+  const auto& job = jobs.front();
+  const auto& lane = p.lanes.front();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int slot = one.slot();
+    pg::Pipeline pipe = conn.pipeline();
+    pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(
+                                       lane.key.queue, lane.key.priority, lane.key.shard, job));
+    const auto carried = wake_with_commit(p);
+    if (!carried.empty()) {
+      pipe.sync();
+      pipe.add_cached_best_effort(notify, notify_params(carried));
+    }
+    std::vector<pg::Result> results;
+    try {
+      results = pipe.run();
+    } catch (const Error& e) {
+      wakes.forget(carried);  // as in insert_many
+      if (e.sqlstate() != "42501") throw;
+      if (!one_denied.exchange(true)) {
+        spdlog::warn(
+            "enqueue: the one-job path is denied ({}); single jobs take the general "
+            "path until the roles are set up again (awa roles setup)",
+            e.what());
+      }
+      return std::nullopt;
+    }
+    const auto out = one.read(results.front(), slot);
+    if (out.id) {
+      wake_after_commit(conn, p, carried, pipe.best_effort_errors());
+      reservations.fetch_add(1, std::memory_order_relaxed);
+      one_job_writes.fetch_add(1, std::memory_order_relaxed);
+      count_enqueued(p, jobs);
+      return out.id;
+    }
+    // A NOTIFY sent for nothing wakes a claim that finds nothing: harmless.
+    if (!out.slot_moved) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace awa
