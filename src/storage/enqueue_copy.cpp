@@ -37,7 +37,8 @@ std::vector<JobId> parse_int_array(std::string_view text) {
 
 }  // namespace
 
-std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs) {
+std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
+                                                        std::span<const NewJob> jobs) {
   std::vector<JobId> ids(jobs.size(), 0);
   if (jobs.empty()) return ids;
   const bool own = !conn.in_transaction();
@@ -48,8 +49,8 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn, st
   std::vector<storage::CopyPayload> payloads;
   payloads.reserve(p.lanes.size());
   for (const auto& lane : p.lanes)
-    payloads.push_back(storage::encode_copy_rows(lane.key.queue, lane.key.priority,
-                                                 lane.key.shard, lane.rows, jobs));
+    payloads.push_back(storage::encode_copy_rows(lane.key.queue, lane.key.priority, lane.key.shard,
+                                                 lane.rows, jobs));
 
   std::optional<std::string> late_error;
   std::vector<std::string> carried;
@@ -68,9 +69,9 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn, st
       first = 1;
     }
     for (const auto& lane : p.lanes) {
-      const std::string lits[] = {
-          conn.quote_literal(lane.key.queue), std::to_string(lane.key.priority),
-          std::to_string(lane.key.shard), std::to_string(lane.rows.size())};
+      const std::string lits[] = {conn.quote_literal(lane.key.queue),
+                                  std::to_string(lane.key.priority), std::to_string(lane.key.shard),
+                                  std::to_string(lane.rows.size())};
       script += storage::bind_literals(reserve_lane, lits);
       script += ";\n";
       script += copy_ready;
@@ -111,8 +112,7 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn, st
           const auto slot = res.get<int>(0, 2);
           const auto lane_ids = parse_int_array(res.text(0, 3));
           const auto tx_micros = res.get<std::int64_t>(0, 4);
-          if (lane_ids.size() != lane.rows.size())
-            throw Error("enqueue: job id reservation short");
+          if (lane_ids.size() != lane.rows.size()) throw Error("enqueue: job id reservation short");
           auto& payload = payloads[l];
           for (std::size_t r = 0; r < lane.rows.size(); ++r) {
             payload.patch(r, slot, first_seq + static_cast<std::int64_t>(r), lane_ids[r],
