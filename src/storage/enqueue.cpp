@@ -42,36 +42,6 @@
 #include "storage/wake_coalescer.hpp"
 
 namespace awa {
-namespace {
-
-std::string tags_literal(const std::vector<std::string>& tags) {
-  storage::ArrayLiteral a;
-  for (const auto& t : tags) a.add(t);
-  return std::move(a).finish();
-}
-
-// The ordering key, metadata and tags of one job as elements of their batch arrays
-// (NULL when absent), shared by the ready and the scheduled insert.
-void add_optional_columns(const NewJob& j, storage::ArrayLiteral& keys, storage::ArrayLiteral& meta,
-                          storage::ArrayLiteral& tags) {
-  if (j.opts.ordering_key) {
-    keys.add_bytea(*j.opts.ordering_key);
-  } else {
-    keys.add_null();
-  }
-  if (j.opts.metadata.is_null()) {
-    meta.add_null();
-  } else {
-    meta.add(j.opts.metadata.dump());
-  }
-  if (j.opts.tags.empty()) {
-    tags.add_null();
-  } else {
-    tags.add(tags_literal(j.opts.tags));
-  }
-}
-
-}  // namespace
 
 using storage::LaneBatch;
 using storage::LaneKey;
@@ -190,7 +160,7 @@ pg::Params QueueStorage::Impl::insert_params(const LaneBatch& lane,
     } else {
       run_at.add_null();
     }
-    add_optional_columns(j, keys, meta, tags);
+    storage::add_optional_columns(j, keys, meta, tags);
   }
   return pg::make_params(
       lane.key.queue, lane.key.priority, lane.key.shard, std::move(kinds).finish(),
@@ -208,7 +178,7 @@ pg::Params QueueStorage::Impl::deferred_params(const Plan& p, std::span<const Ne
     args.add(j.args_json);
     attempts.add(static_cast<std::int64_t>(j.opts.max_attempts));
     run_at.add(storage::timestamp_literal(*j.opts.run_at));
-    add_optional_columns(j, keys, meta, tags);
+    storage::add_optional_columns(j, keys, meta, tags);
   }
   return pg::make_params(
       std::move(queues).finish(), std::move(prios).finish(), std::move(kinds).finish(),
@@ -224,6 +194,15 @@ pg::Params QueueStorage::Impl::notify_params(const std::vector<std::string>& que
 
 std::vector<std::string> QueueStorage::Impl::wake_with_commit(const Plan& p) {
   return wakes.carry(p.notify_queues, storage::WakeCoalescer::Clock::now());
+}
+
+std::vector<std::string> QueueStorage::Impl::add_wake(pg::Pipeline& pipe, const Plan& p) {
+  auto carried = wake_with_commit(p);
+  if (!carried.empty()) {
+    pipe.sync();
+    pipe.add_cached_best_effort(notify, notify_params(carried));
+  }
+  return carried;
 }
 
 void QueueStorage::Impl::wake_after_commit(pg::Connection& conn, const Plan& p,
@@ -276,13 +255,7 @@ std::vector<JobId> QueueStorage::Impl::insert_many(pg::Connection& conn,
   if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
   std::vector<std::string> carried;
   if (own) {
-    // After the commit (the Sync), in the same round trip: see `notify` below for why
-    // after, and why a failure is only a warning.
-    carried = wake_with_commit(p);
-    if (!carried.empty()) {
-      pipe.sync();
-      pipe.add_cached_best_effort(notify, notify_params(carried));
-    }
+    carried = add_wake(pipe, p);
   } else if (!p.notify_queues.empty()) {
     pipe.add_cached(notify, notify_params(p.notify_queues));
   }

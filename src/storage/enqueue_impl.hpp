@@ -12,6 +12,8 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -19,9 +21,11 @@
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/params.hpp"
+#include "pg/pipeline.hpp"
 #include "storage/consume.hpp"
 #include "storage/enqueue_one.hpp"
 #include "storage/enqueue_unique.hpp"
+#include "storage/pg_array.hpp"
 #include "storage/wake_coalescer.hpp"
 
 namespace awa {
@@ -41,6 +45,37 @@ struct LaneBatch {
   std::vector<std::size_t> rows;  // indexes into the input, in input order
   bool uncached = false;          // lane not known to exist (reserve_lane_range creates it)
 };
+
+// The ordering key, metadata and tags of one job, each a value or NULL, in that order:
+// into the batch arrays of the INSERT paths (Sink = ArrayLiteral, one per column) or as
+// three parameters of the one-job statement (Sink = pg::Params, the same one three times).
+template <class Sink>
+void add_optional_columns(const NewJob& j, Sink& keys, Sink& meta, Sink& tags) {
+  const auto add_null = [](Sink& s) {
+    if constexpr (std::is_same_v<Sink, pg::Params>) {
+      s.null();
+    } else {
+      s.add_null();
+    }
+  };
+  if (j.opts.ordering_key) {
+    keys.add_bytea(std::string_view(*j.opts.ordering_key));
+  } else {
+    add_null(keys);
+  }
+  if (j.opts.metadata.is_null()) {
+    add_null(meta);
+  } else {
+    meta.add(j.opts.metadata.dump());
+  }
+  if (j.opts.tags.empty()) {
+    add_null(tags);
+  } else {
+    ArrayLiteral literal;
+    for (const auto& t : j.opts.tags) literal.add(t);
+    tags.add(std::move(literal).finish());
+  }
+}
 
 struct Plan {
   std::vector<LaneBatch> lanes;  // ascending LaneKey
@@ -75,6 +110,10 @@ struct QueueStorage::Impl {
   // A self-committing call's wake-ups (storage/wake_coalescer.hpp): the queues whose
   // NOTIFY is sent with the call, after its commit.
   std::vector<std::string> wake_with_commit(const Plan& p);
+
+  // The same for a pipeline whose last statement ends the call's transaction: a Sync (the
+  // commit), then the carried NOTIFY, best effort, in the same round trip.
+  std::vector<std::string> add_wake(pg::Pipeline& pipe, const Plan& p);
 
   // Once the call's commit is acknowledged: logs a NOTIFY sent with it that failed, and
   // sends those of its queues that it did not carry and that still need one.

@@ -14,7 +14,7 @@ namespace awa::storage {
 OneJobInserter::OneJobInserter(const std::string& quoted_schema)
     : template_(sql::render(sql::file("queries/enqueue/insert_one.sql"), quoted_schema)) {}
 
-std::string OneJobInserter::sql(int slot) {
+const std::string& OneJobInserter::sql(int slot) {
   std::lock_guard lock(mu_);
   const auto [it, fresh] = by_slot_.try_emplace(slot);
   if (fresh) {
@@ -27,7 +27,7 @@ std::string OneJobInserter::sql(int slot) {
       pos += value.size();
     }
   }
-  return it->second;  // a copy: other threads may add slots meanwhile
+  return it->second;
 }
 
 pg::Params OneJobInserter::params(const std::string& queue, int priority, int shard,
@@ -39,23 +39,7 @@ pg::Params OneJobInserter::params(const std::string& queue, int priority, int sh
   } else {
     p.null();
   }
-  if (job.opts.ordering_key) {
-    p.add_bytea(std::string_view(*job.opts.ordering_key));
-  } else {
-    p.null();
-  }
-  if (job.opts.metadata.is_null()) {
-    p.null();
-  } else {
-    p.add(job.opts.metadata.dump());
-  }
-  if (job.opts.tags.empty()) {
-    p.null();
-  } else {
-    ArrayLiteral tags;
-    for (const auto& t : job.opts.tags) tags.add(t);
-    p.add(std::move(tags).finish());
-  }
+  add_optional_columns(job, p, p, p);  // $8 ordering key, $9 metadata, $10 tags
   return p;
 }
 
@@ -90,11 +74,7 @@ std::optional<JobId> QueueStorage::Impl::insert_one(pg::Connection& conn, const 
     pg::Pipeline pipe = conn.pipeline();
     pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(
                                        lane.key.queue, lane.key.priority, lane.key.shard, job));
-    const auto carried = wake_with_commit(p);
-    if (!carried.empty()) {
-      pipe.sync();
-      pipe.add_cached_best_effort(notify, notify_params(carried));
-    }
+    const auto carried = add_wake(pipe, p);
     std::vector<pg::Result> results;
     try {
       results = pipe.run();

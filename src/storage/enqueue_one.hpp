@@ -29,8 +29,10 @@ class OneJobInserter {
 
   // The slot to write to now: the last current slot seen (0 before any).
   int slot() const noexcept { return slot_.load(std::memory_order_relaxed); }
-  // The statement for `slot`.
-  std::string sql(int slot);
+  // The statement for `slot`. The reference stays valid for the inserter's lifetime:
+  // std::map nodes do not move, and a text is never changed once rendered, so callers on
+  // the hot path read it without a copy after the lookup.
+  const std::string& sql(int slot);
   // Its parameters. REQUIRES: job passed validate_job and is due now.
   static pg::Params params(const std::string& queue, int priority, int shard, const NewJob& job);
 
