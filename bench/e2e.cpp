@@ -32,10 +32,14 @@
 // starts; completed/s = jobs / (start() called -> ClientStats::completed reached jobs),
 // startup included.
 //
-// mode compare: per run, the runtime drain above and then the storage engine alone
-// draining the same number of jobs at the same S (`scripts/bench drain`'s cell: 4
-// claimer connections, claim batch 512, claim + fused complete, no handlers); prints
-// runtime_vs_storage per run and the median of those ratios.
+// mode compare: per run, a runtime drain and then the storage engine alone draining the
+// same number of jobs at the same S (`scripts/bench drain`'s cell: 4 claimer connections,
+// claim batch 512, claim + fused complete, no handlers); prints runtime_vs_storage per run
+// and the median of those ratios. The storage cell opens its connections before its clock
+// starts and runs nothing else, so the runtime cell does the same: the Client is started
+// on the paused queue, the clock starts when the queue is resumed (after claimer 0's first
+// empty claim), and no depth sampler runs. --cold measures the runtime cell as mode drain
+// does instead (start-up and sampler inside the window).
 //
 // mode ladder: per run, a runtime drain gives the drain rate D; then rate runs at 200
 // jobs/s (idle pickup: one producer, single-job inserts) and at 50 % and 90 % of D
@@ -85,6 +89,7 @@ struct Options {
   bool producers_set = false;
   int runs = 1;
   std::string json_path;
+  bool cold_compare = false;  // compare: the runtime cell as mode drain measures it
 };
 
 std::string render_depth(const std::vector<DepthSample>& depth) {
@@ -252,14 +257,17 @@ int run_compare(pg::Connection& admin, const Options& o, const MachineInfo& mach
   DrainSetup storage_setup;  // scripts/bench drain's defaults
   storage_setup.jobs = st.jobs;
   fmt::print(
-      "e2e (compare): {} jobs at S={}: the runtime ({} workers, noop handlers) vs the storage "
-      "engine alone ({} claimers, claim batch {}), {} run(s)\n{}\n",
-      st.jobs, st.shards, st.workers, storage_setup.claimers, storage_setup.claim_batch, o.runs,
-      machine.describe());
+      "e2e (compare): {} jobs at S={}: the runtime ({} workers, noop handlers, {} start) vs the "
+      "storage engine alone ({} claimers, claim batch {}), {} run(s)\n{}\n",
+      st.jobs, st.shards, st.workers, o.cold_compare ? "cold" : "warm", storage_setup.claimers,
+      storage_setup.claim_batch, o.runs, machine.describe());
   std::vector<double> runtime, storage, ratio;
   nlohmann::json per_run = nlohmann::json::array();
   for (int i = 0; i < o.runs; ++i) {
-    const auto rt = run_drain(admin, st);
+    E2eSetup rs = st;
+    rs.warm = !o.cold_compare;
+    rs.sample_depth = o.cold_compare;
+    const auto rt = run_drain(admin, rs);
     const auto sg = drain_storage(admin, storage_setup, st.shards);
     runtime.push_back(rt.completed_per_s);
     storage.push_back(sg.jobs_per_s);
@@ -298,6 +306,7 @@ int run_compare(pg::Connection& admin, const Options& o, const MachineInfo& mach
                                {"shards", st.shards},
                                {"storage_claimers", storage_setup.claimers},
                                {"storage_claim_batch", storage_setup.claim_batch},
+                               {"runtime_start", o.cold_compare ? "cold" : "warm"},
                                {"runs", o.runs}}},
                              {"runs", per_run},
                              {"machine", machine.to_json()}});
@@ -448,6 +457,9 @@ int main(int argc, char** argv) {
   // Never capture_default_str(): a URL may hold a password.
   app.add_option("--pooler-url", st.pooled_url,
                  "pooler mode: the transaction pooler's URL (default: $AWA_POOLER_URL)");
+  app.add_flag("--cold", o.cold_compare,
+               "compare: time the runtime cell from start() with the depth sampler on, as "
+               "mode drain does (default: from a started client, no sampler)");
   app.add_option("--json", o.json_path, "write results as JSON");
   CLI11_PARSE(app, argc, argv);
   o.producers_set = producers->count() > 0;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "awa/admin.hpp"
 #include "awa/connection.hpp"
 #include "awa/job.hpp"
 #include "awa/metrics.hpp"
@@ -313,12 +315,33 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
   client.add_queue(queue_config(o));
 
   RunResult r;
+  const Admin queues(schema.name());
+  std::optional<Connection> ctl;
+  if (o.warm) {
+    ctl.emplace(pg::adopt(connect("awa_bench_e2e_admin", kStatementTimeout)));
+    queues.pause_queue(*ctl, std::string(kQueue));
+    const auto before = EngineSnapshot::take(kQueue).claim.count;
+    client.start();
+    // Claimer 0's first claim: its connection is up and LISTENing. The helper claimers
+    // sleep while the queue is idle and connect at their first claim, inside the
+    // measured window (one connection each, a few ms).
+    const auto give_up = Clock::now() + seconds(30);
+    while (EngineSnapshot::take(kQueue).claim.count == before) {
+      if (Clock::now() > give_up) throw std::runtime_error("the paused client made no claim");
+      std::this_thread::sleep_for(kStatsPoll);
+    }
+  }
   const auto engine0 = EngineSnapshot::take(kQueue);
   const auto t0 = Clock::now();
-  DepthSampler depth(schema.quoted(), t0);
-  client.start();
+  std::optional<DepthSampler> depth;
+  if (o.sample_depth) depth.emplace(schema.quoted(), t0);
+  if (o.warm) {
+    queues.resume_queue(*ctl, std::string(kQueue));  // its NOTIFY wakes the claimers
+  } else {
+    client.start();
+  }
   const auto done = wait_completed(client, static_cast<std::uint64_t>(o.jobs), kDrainLimit);
-  r.depth = depth.stop();
+  if (depth) r.depth = depth->stop();
   client.stop();
   r.stats = client.stats();
   if (!done) {

@@ -32,6 +32,14 @@ struct E2eSetup {
   // producers and the seeding stay on DATABASE_URL.
   std::string pooled_url;
   bool direct = false;  // with pooled_url: DATABASE_URL as the direct_database_url
+  // drain: start the Client on the paused queue and start the clock when it is resumed,
+  // once its first claimer has made an (empty) claim, so that the Client's connections
+  // mostly exist before the clock starts, as the storage cell's do. false: the clock
+  // starts at start(), start-up included (mode drain).
+  bool warm = false;
+  // drain: sample the queue depth (DepthSampler) during the run. Each sample counts the
+  // backlog's index entries: server work the storage cell does not have.
+  bool sample_depth = true;
 };
 
 struct DepthSample {
