@@ -23,7 +23,8 @@
 -- scan therefore reads each live slot with the slot as a plain scalar (lane_heads_in_slot,
 -- one UNION ALL arm per possible live slot, an arm with a NULL slot doing nothing) —
 -- PostgreSQL prunes that to one partition at executor start-up and walks the primary key
--- in lane_seq order — and takes each lane's smallest head over the slots. The drain then reads the lane
+-- in lane_seq order — and takes each lane's smallest head over the slots (with one live
+-- slot, the usual case, the scan reads that slot alone: see the branch). The drain then reads the lane
 -- range [lo, lo + max_batch - 1] from every live slot at once, lo being the lane's visible
 -- head (or the cursor, if a claimer moved it past that head meanwhile): a range, not
 -- "ORDER BY lane_seq LIMIT n" over "ready_slot = ANY(slots)", which PostgreSQL neither
@@ -196,37 +197,61 @@ BEGIN
             RAISE EXCEPTION 'claim_ready_runtime reads at most 16 live ready slots, the ring has %',
                 cardinality(v_slots) USING ERRCODE = '0A000';
         END IF;
-        SELECT claims.priority, claims.enqueue_shard, head.seq
-        INTO v_priority, v_shard, v_lo
-        FROM {schema}.queue_claim_heads AS claims
-        JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
-        JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.seq, h.at
-              FROM (SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[1])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[2])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[3])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[4])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[5])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[6])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[7])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[8])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[9])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[10])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[11])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[12])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[13])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[14])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[15])
-                    UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])) AS h(p, s, seq, at)
-              ORDER BY h.p, h.s, h.seq) AS head
-          ON head.p = claims.priority AND head.s = claims.enqueue_shard
-        WHERE claims.queue = p_queue
-        ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
-                      ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
-                 END,
-                 head.at,
-                 claims.priority
-        LIMIT 1
-        FOR UPDATE OF claims SKIP LOCKED;
+        IF cardinality(v_slots) = 1 THEN
+            -- One live slot, the usual case (the ring has not rotated since the last
+            -- prune): the same scan over that slot alone. Each arm of the general scan is
+            -- pruned at executor start-up, but a generic plan still carries and initialises
+            -- all sixteen. This form makes a claim about a quarter cheaper (medians of 3
+            -- pgbench runs of BEGIN, claim, ROLLBACK: empty 0.85 -> 0.62 ms, one row
+            -- 1.33 -> 0.96 ms), a fixed cost that idle pickup pays.
+            SELECT claims.priority, claims.enqueue_shard, head.seq
+            INTO v_priority, v_shard, v_lo
+            FROM {schema}.queue_claim_heads AS claims
+            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
+            JOIN {schema}.lane_heads_in_slot(p_queue, v_slots[1]) AS head
+              ON head.priority = claims.priority AND head.enqueue_shard = claims.enqueue_shard
+            WHERE claims.queue = p_queue
+            -- The ORDER BY of the general scan below: keep the two the same.
+            ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
+                          ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
+                     END,
+                     head.at,
+                     claims.priority
+            LIMIT 1
+            FOR UPDATE OF claims SKIP LOCKED;
+        ELSE
+            SELECT claims.priority, claims.enqueue_shard, head.seq
+            INTO v_priority, v_shard, v_lo
+            FROM {schema}.queue_claim_heads AS claims
+            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
+            JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.seq, h.at
+                  FROM (SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[1])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[2])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[3])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[4])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[5])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[6])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[7])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[8])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[9])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[10])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[11])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[12])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[13])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[14])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[15])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])) AS h(p, s, seq, at)
+                  ORDER BY h.p, h.s, h.seq) AS head
+              ON head.p = claims.priority AND head.s = claims.enqueue_shard
+            WHERE claims.queue = p_queue
+            ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
+                          ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
+                     END,
+                     head.at,
+                     claims.priority
+            LIMIT 1
+            FOR UPDATE OF claims SKIP LOCKED;
+        END IF;
 
         IF NOT FOUND THEN
             EXIT;
