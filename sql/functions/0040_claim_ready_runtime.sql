@@ -72,6 +72,18 @@ LANGUAGE sql STABLE AS $$
     WHERE claims.queue = p_queue AND p_slot IS NOT NULL
 $$;
 
+-- A row's effective priority (see above): its lane priority aged by the seconds it has
+-- waited since run_at, one level per p_aging_s, never above 1; p_aging_s NULL: no aging.
+-- Inlined like lane_heads_in_slot, so the candidate scans and the drain share one rule.
+CREATE OR REPLACE FUNCTION {schema}.effective_priority(p_priority smallint, p_at timestamptz,
+                                                        p_aging_s double precision)
+RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN p_aging_s IS NULL THEN p_priority
+                ELSE greatest(1, p_priority - floor(extract(epoch FROM now() - p_at) / p_aging_s))
+           END
+$$;
+
 DROP FUNCTION IF EXISTS {schema}.claim_ready_runtime(text, integer, interval, interval);
 CREATE FUNCTION {schema}.claim_ready_runtime(
     p_queue text,
@@ -212,9 +224,7 @@ BEGIN
               ON head.priority = claims.priority AND head.enqueue_shard = claims.enqueue_shard
             WHERE claims.queue = p_queue
             -- The ORDER BY of the general scan below: keep the two the same.
-            ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
-                          ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
-                     END,
+            ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
                      claims.priority
             LIMIT 1
@@ -244,9 +254,7 @@ BEGIN
                   ORDER BY h.p, h.s, h.seq) AS head
               ON head.p = claims.priority AND head.s = claims.enqueue_shard
             WHERE claims.queue = p_queue
-            ORDER BY CASE WHEN v_aging_s IS NULL THEN claims.priority
-                          ELSE greatest(1, claims.priority - floor(extract(epoch FROM now() - head.at) / v_aging_s))
-                     END,
+            ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
                      claims.priority
             LIMIT 1
@@ -311,9 +319,7 @@ BEGIN
               AND EXISTS (SELECT 1 FROM picked))
         SELECT l.job_id, l.run_lease + 1, (l.attempt + 1)::smallint, l.enqueue_shard,
                l.ready_slot, l.lane_seq, v_claim_slot, b.batch_id, l.queue, l.priority,
-               (CASE WHEN v_aging_s IS NULL THEN l.priority
-                     ELSE greatest(1, l.priority - floor(extract(epoch FROM now() - l.run_at) / v_aging_s))
-                END)::smallint,
+               {schema}.effective_priority(l.priority, l.run_at, v_aging_s)::smallint,
                l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
                l.run_at, l.created_at, now(), now() + v_deadline
         FROM live l, batch b

@@ -13,7 +13,8 @@
 --    (PostgreSQL never looks up functions or operators in pg_temp).
 --    Exempt: plain SQL functions that PostgreSQL inlines (LANGUAGE sql, STABLE or
 --    IMMUTABLE, no SET clause, not SECURITY DEFINER). A SET clause stops inlining — and
---    the claim depends on lane_heads_in_slot being inlined (0040_claim_ready_runtime.sql).
+--    the claim depends on lane_heads_in_slot and effective_priority being inlined
+--    (0040_claim_ready_runtime.sql).
 --    An inlined body becomes part of the calling statement, so it resolves names under
 --    the caller's path: the pinned path when the caller is one of these functions, the
 --    session's (pg_catalog implicitly first) when it is a query of the C++ code; its
