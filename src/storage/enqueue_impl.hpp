@@ -112,7 +112,8 @@ struct QueueStorage::Impl {
   std::vector<std::string> wake_with_commit(const Plan& p);
 
   // The same for a pipeline whose last statement ends the call's transaction: a Sync (the
-  // commit), then the carried NOTIFY, best effort, in the same round trip.
+  // commit), then the carried NOTIFY, best effort, in the same round trip (`notify` below
+  // says why after the commit, and why its failure is only a warning).
   std::vector<std::string> add_wake(pg::Pipeline& pipe, const Plan& p);
 
   // Once the call's commit is acknowledged: logs a NOTIFY sent with it that failed, and
