@@ -1,5 +1,5 @@
-// Coalesced wake-ups (storage/wake_coalescer.hpp) against a running Client: producers
-// send fewer NOTIFYs than jobs, and still no job waits for the poll interval.
+// Coalesced wake-ups (storage/wake_coalescer.hpp) against a running Client: a producer
+// whose NOTIFYs are coalesced away leaves no job waiting for the poll interval.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -58,10 +58,15 @@ TEST_F(RuntimeTest, CoalescedWakeUpsLeaveNoJobToThePollInterval) {
   client.stop();
   EXPECT_EQ(handled.load(), kJobs);
 
+  // At most one NOTIFY per insert call. How many fewer depends on timing: a call that
+  // skipped its NOTIFY sends one after its commit if that took longer than the window,
+  // which is every call on a slow build (the sanitizer CI run sent 200 for 200). The rule
+  // itself is pinned with explicit clock values in tests/unit/wake_coalescer_test.cpp, and its
+  // effect measured in docs/benchmarks.md.
   int notifications = 0;
   while (listener.wait_notification(milliseconds(0))) ++notifications;
   EXPECT_GT(notifications, 0);
-  EXPECT_LT(notifications, kJobs) << "every single-job insert sent its own NOTIFY";
+  EXPECT_LE(notifications, kJobs) << "an insert call sent more than one NOTIFY";
 }
 
 }  // namespace
