@@ -12,8 +12,6 @@
 #include <shared_mutex>
 #include <span>
 #include <string>
-#include <string_view>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -25,7 +23,7 @@
 #include "storage/consume.hpp"
 #include "storage/enqueue_one.hpp"
 #include "storage/enqueue_unique.hpp"
-#include "storage/pg_array.hpp"
+#include "storage/job_columns.hpp"
 #include "storage/wake_coalescer.hpp"
 
 namespace awa {
@@ -45,37 +43,6 @@ struct LaneBatch {
   std::vector<std::size_t> rows;  // indexes into the input, in input order
   bool uncached = false;          // lane not known to exist (reserve_lane_range creates it)
 };
-
-// The ordering key, metadata and tags of one job, each a value or NULL, in that order:
-// into the batch arrays of the INSERT paths (Sink = ArrayLiteral, one per column) or as
-// three parameters of the one-job statement (Sink = pg::Params, the same one three times).
-template <class Sink>
-void add_optional_columns(const NewJob& j, Sink& keys, Sink& meta, Sink& tags) {
-  const auto add_null = [](Sink& s) {
-    if constexpr (std::is_same_v<Sink, pg::Params>) {
-      s.null();
-    } else {
-      s.add_null();
-    }
-  };
-  if (j.opts.ordering_key) {
-    keys.add_bytea(std::string_view(*j.opts.ordering_key));
-  } else {
-    add_null(keys);
-  }
-  if (j.opts.metadata.is_null()) {
-    add_null(meta);
-  } else {
-    meta.add(j.opts.metadata.dump());
-  }
-  if (j.opts.tags.empty()) {
-    add_null(tags);
-  } else {
-    ArrayLiteral literal;
-    for (const auto& t : j.opts.tags) literal.add(t);
-    tags.add(std::move(literal).finish());
-  }
-}
 
 struct Plan {
   std::vector<LaneBatch> lanes;  // ascending LaneKey

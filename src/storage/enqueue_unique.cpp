@@ -13,6 +13,7 @@
 #include "awa/metrics.hpp"
 #include "pg/params.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/job_columns.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/validate.hpp"
 
@@ -37,23 +38,9 @@ InsertResult UniqueInserter::insert(pg::Connection& conn, const NewJob& job) con
   pg::Params p;
   p.add(job.kind).add(o.queue).add(job.args_json).add(o.priority).add(o.max_attempts);
   p.add(o.run_at);
-  if (o.metadata.is_null()) {
-    p.null();
-  } else {
-    p.add(o.metadata.dump());
-  }
-  if (o.tags.empty()) {
-    p.null();
-  } else {
-    ArrayLiteral tags;
-    for (const auto& t : o.tags) tags.add(t);
-    p.add(std::move(tags).finish());
-  }
-  if (o.ordering_key) {
-    p.add_bytea(std::string_view(*o.ordering_key));
-  } else {
-    p.null();
-  }
+  add_metadata(p, job);
+  add_tags(p, job);
+  add_ordering_key(p, job);
   p.add(unique_json(*o.unique));
   const auto res = conn.exec_cached(sql_, p);
   InsertResult r{res.get<std::int64_t>(0, 0), res.get<bool>(0, 1)};
