@@ -27,7 +27,10 @@ struct ShardLag {
 };
 
 // Exact counts of one queue by state (queue_counts_exact): exact at any shard count and
-// across ring rotations and prunes. completed / failed / cancelled are all-time totals.
+// across ring rotations and prunes, also while a prune commits. completed / failed /
+// cancelled are all-time totals. Read outside a transaction, or in a READ COMMITTED one:
+// a REPEATABLE READ or SERIALIZABLE transaction's snapshot can predate a prune that
+// truncates a slot while it reads, and then misses that slot's counts.
 struct QueueCounts {
   std::int64_t available = 0;  // committed, unclaimed, not cancelled
   std::int64_t running = 0;    // claimed attempts not closed yet

@@ -51,8 +51,39 @@ SET jit = off AS $$
     ORDER BY claims.priority, claims.enqueue_shard
 $$;
 
--- Exact counts of one queue by state, in one statement (one snapshot), at any shard count
--- and across ring rotations and prunes:
+-- Readers of the rings, and prune's TRUNCATE. TRUNCATE is not MVCC-safe: a statement whose
+-- snapshot was taken before a prune committed, and that reaches the slot's partitions only
+-- after it (it queued behind prune's ACCESS EXCLUSIVE locks), sees the slot empty, while
+-- what prune wrote in the same transaction (terminal_rollups, minute_rollups, carried
+-- rows) is invisible to it: its counts drop for that one statement. A top-level statement
+-- is safe, because PostgreSQL locks the tables a statement names while planning it and
+-- takes the statement's snapshot after that. A function body is not: it runs with the
+-- caller's snapshot and locks its tables only when it reaches them. So each reader below
+-- is VOLATILE plpgsql (every statement takes a new snapshot, under READ COMMITTED) and
+-- first calls lock_rings_shared: ACCESS SHARE on the rings' parents, which recurses to
+-- every partition. A prune that holds its locks makes the call wait until it commits; the
+-- reading statement after it then sees the prune whole. A prune that comes later finds a
+-- partition locked and backs off (its locks are NOWAIT). Under REPEATABLE READ or
+-- SERIALIZABLE the transaction's snapshot predates the lock, so a caller's transaction
+-- of those levels can still see a prune half (include/awa/admin.hpp says so).
+CREATE OR REPLACE FUNCTION {schema}.lock_rings_shared(p_rings text[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_ring   text;
+    v_parent text;
+BEGIN
+    FOREACH v_ring IN ARRAY p_rings LOOP
+        FOREACH v_parent IN ARRAY {schema}.ring_parents(v_ring) LOOP
+            EXECUTE format('LOCK TABLE %s.%I IN ACCESS SHARE MODE', '{schema}', v_parent);
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- Exact counts of one queue by state, in the caller's snapshot (one statement), at any
+-- shard count and across ring rotations and prunes, provided the caller locked the queue
+-- and claim rings before its snapshot was taken (queue_counts_exact, queue_overview):
 --   available  committed, unclaimed, not cancelled ready rows (each lane's rows at or after
 --              its own cursor, over the live slots);
 --   running    open attempts (per claim batch: items minus closed items);
@@ -61,7 +92,7 @@ $$;
 --              rings still hold (completed: closure rows; failed, cancelled: done rows);
 --   dlq        dead letters held now.
 -- Every part reads live or retained rows only, never history that prune removed.
-CREATE OR REPLACE FUNCTION {schema}.queue_counts_exact(p_queue text)
+CREATE OR REPLACE FUNCTION {schema}.queue_counts_unlocked(p_queue text)
 RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
                completed bigint, failed bigint, cancelled bigint, dlq bigint)
 LANGUAGE sql STABLE
@@ -102,4 +133,16 @@ SET jit = off AS $$
         coalesce((SELECT n FROM rolled WHERE state = 'cancelled'), 0)
             + coalesce((SELECT n FROM done WHERE state = 'cancelled'), 0),
         (SELECT count(*) FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
+$$;
+
+-- queue_counts_unlocked, exact even while a prune commits (see lock_rings_shared).
+CREATE OR REPLACE FUNCTION {schema}.queue_counts_exact(p_queue text)
+RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
+               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+LANGUAGE plpgsql VOLATILE
+SET jit = off AS $$
+BEGIN
+    PERFORM {schema}.lock_rings_shared(ARRAY['queue', 'claim']);
+    RETURN QUERY SELECT * FROM {schema}.queue_counts_unlocked(p_queue);
+END
 $$;

@@ -15,17 +15,22 @@ $$;
 -- dead letter — by name; or, with p_queue, that queue alone (no row when it is unknown).
 -- Per queue: its settings (queue_meta's defaults when it has no row; configured says
 -- whether it has one), its exact counts (queue_counts_exact) and the age in seconds of
--- its oldest available job. One statement, and the functions it calls are STABLE, so
--- every number comes from one snapshot: no job is counted twice, or in two states, when
--- it moves while the listing runs.
+-- its oldest available job. The rings are locked first (lock_rings_shared: a prune
+-- committing meanwhile is seen whole), then one statement reads, and the functions it
+-- calls are STABLE, so every number comes from one snapshot: no job is counted twice, or
+-- in two states, when it moves while the listing runs.
 CREATE OR REPLACE FUNCTION {schema}.queue_overview(p_queue text DEFAULT NULL)
 RETURNS TABLE (queue text, configured boolean, enqueue_shards smallint, paused boolean,
                dlq_enabled boolean, priority_aging_ms bigint, deadline_ms bigint,
                max_workers_hint integer, available bigint, running bigint, scheduled bigint,
                retryable bigint, completed bigint, failed bigint, cancelled bigint,
                dlq bigint, oldest_available_age_s double precision)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql VOLATILE
 SET jit = off AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM {schema}.lock_rings_shared(ARRAY['queue', 'claim']);
+    RETURN QUERY
     WITH known AS (
         -- One queue: stop at the first trace of it (each is a constant-time probe but
         -- deferred_jobs, which has no index on queue).
@@ -53,7 +58,8 @@ SET jit = off AS $$
                 THEN greatest(0, extract(epoch FROM now() - o.run_at))::double precision END
     FROM known k
     LEFT JOIN {schema}.queue_meta m ON m.queue = k.queue
-    CROSS JOIN LATERAL {schema}.queue_counts_exact(k.queue) AS c
+    CROSS JOIN LATERAL {schema}.queue_counts_unlocked(k.queue) AS c
     CROSS JOIN LATERAL {schema}.queue_oldest_available(k.queue) AS o(run_at)
-    ORDER BY k.queue COLLATE "C"
+    ORDER BY k.queue COLLATE "C";
+END
 $$;

@@ -339,3 +339,55 @@ BEGIN
                         v.run_lease, {schema}.errors_iso(v_errors), v_prog, v_events;
 END
 $$;
+
+-- The readers behind `awa job list` and `awa job show` (sql/queries/admin/list_jobs.sql,
+-- job_detail.sql): the rings locked first (lock_rings_shared, 0050_admin.sql), then one
+-- reading statement, so a job that a prune carries or truncates while they read is seen
+-- where the committed prune left it. job_states and job_detail stay STABLE: the writers
+-- (0056_job_moves.sql, 0025_unique.sql) call them inside their own statements.
+CREATE OR REPLACE FUNCTION {schema}.job_list(
+    p_queue text, p_state text, p_kind text, p_after bigint, p_limit integer)
+RETURNS TABLE (job_id bigint, state text, queue text, kind text, priority smallint,
+               attempt smallint, max_attempts smallint, enqueue_shard smallint,
+               created_at text, run_at text)
+LANGUAGE plpgsql VOLATILE
+SET jit = off AS $$
+BEGIN
+    PERFORM {schema}.lock_rings_shared(ARRAY['queue', 'claim', 'lease']);
+    RETURN QUERY
+    SELECT s.job_id, s.state, s.queue, s.kind, s.priority, s.attempt, s.max_attempts,
+           s.enqueue_shard, {schema}.iso_utc(s.created_at), {schema}.iso_utc(s.run_at)
+    FROM {schema}.job_states(NULL::bigint, p_queue, p_state, p_kind, p_after, p_limit) s;
+END
+$$;
+
+-- job_detail plus the callback id its open attempt registered, if any (leases.callback_id:
+-- what an operator passes to `awa callback complete|fail`), and the result a completed
+-- job's callback answered with (its done row, migration 0011).
+CREATE OR REPLACE FUNCTION {schema}.job_view(p_job_id bigint)
+RETURNS TABLE (job_id bigint, state text, queue text, kind text, priority smallint,
+               attempt smallint, max_attempts smallint, enqueue_shard smallint,
+               created_at text, run_at text, args text, metadata text, tags text,
+               ordering_key bytea, lane_seq bigint, run_lease bigint, errors text,
+               progress text, timeline text, callback_id text, result text)
+LANGUAGE plpgsql VOLATILE
+SET jit = off AS $$
+BEGIN
+    PERFORM {schema}.lock_rings_shared(ARRAY['queue', 'claim', 'lease']);
+    RETURN QUERY
+    SELECT d.job_id, d.state, d.queue, d.kind, d.priority, d.attempt, d.max_attempts,
+           d.enqueue_shard, d.created_at, d.run_at, d.args, d.metadata, d.tags::text,
+           d.ordering_key, d.lane_seq, d.run_lease, d.errors::text, d.progress, d.timeline::text,
+           (SELECT l.callback_id::text
+            FROM {schema}.job_states(p_job_id) s
+            JOIN {schema}.leases l ON l.claim_batch = s.claim_batch AND l.lane_seq = s.lane_seq
+            WHERE l.callback_id IS NOT NULL),
+           CASE WHEN d.state = 'completed' THEN
+               (SELECT x.result::text FROM {schema}.done_entries x
+                WHERE x.job_id = p_job_id AND x.state = 'completed' AND x.run_lease = d.run_lease
+                  AND x.result IS NOT NULL
+                LIMIT 1)
+           END
+    FROM {schema}.job_detail(p_job_id) d;
+END
+$$;

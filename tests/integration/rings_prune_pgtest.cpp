@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -391,6 +392,96 @@ TEST_F(RingsTest, FailureClosedWhileACarryPruneMovesItsReadyRowIsNotReportedStal
   const auto c = counts("cf");
   EXPECT_EQ(c.failed, 1);
   EXPECT_EQ(c.running, 0);
+}
+
+// --- readers racing a prune's commit --------------------------------------------------
+
+class RingsReaderTest : public RingsTest {
+ protected:
+  // Prunes `ring` in an open transaction of its own, starts `read` on another session,
+  // waits until that session queues behind the prune's locks, then commits the prune and
+  // returns what `read` got. TRUNCATE is not MVCC-safe: a reader whose snapshot predates
+  // the commit but who reaches the slot after it sees the slot empty, and not the rollups
+  // or carried rows the prune wrote (lock_rings_shared, sql/functions/0050_admin.sql).
+  template <typename T>
+  T read_across_prune_commit(const std::string& ring, bool carry,
+                             const std::function<T(Connection&)>& read) {
+    auto pruner = public_conn();
+    pruner.execute("BEGIN");
+    const auto pruned = admin().prune(pruner, ring, carry);
+    EXPECT_TRUE(pruned.done) << pruned.reason;
+    auto reader = public_conn();
+    const int pid = pg::native(reader).backend_pid();
+    BackgroundCall<T> call(pid, [&] { return read(reader); });
+    EXPECT_TRUE(eventually([&] { return waits_for_lock(conn(), pid, "relation"); }))
+        << "the reader did not queue behind the prune's locks";
+    pruner.execute("COMMIT");
+    EXPECT_TRUE(call.finishes_within(seconds(10)));
+    return call.get();
+  }
+};
+
+TEST_F(RingsReaderTest, CountsReadWhileAPruneCommitsKeepThePrunedSlotsJobs) {
+  // Guards queue_counts_exact while a claim-ring prune commits: the pruned closures move
+  // to terminal_rollups in the prune's transaction, and a count that queued behind its
+  // locks must see them there (before lock_rings_shared it read completed 0, not 8).
+  enqueue("pc", 8);
+  ASSERT_EQ(drain("pc").size(), 8U);
+  ASSERT_TRUE(rotate("claim").done);
+  const auto before = counts("pc");
+  ASSERT_EQ(before.completed, 8);
+
+  const Admin a = admin();
+  const auto during = read_across_prune_commit<QueueCounts>(
+      "claim", false, [&](Connection& c) { return a.queue_counts(c, "pc"); });
+  EXPECT_EQ(describe(during), describe(before));
+  EXPECT_EQ(describe(counts("pc")), describe(before));
+}
+
+TEST_F(RingsReaderTest, QueueListReadWhileACarryPruneCommitsKeepsTheCarriedJobs) {
+  // Guards queue_overview (awa queue list, the dashboard) while a carry-prune of the
+  // queue ring commits: the available rows are copied into the current slot and the old
+  // slot truncated in one transaction; a listing that queued behind its locks must count
+  // the copies (before lock_rings_shared it read available 0, not 5).
+  enqueue("po", 5);
+  ASSERT_TRUE(rotate("queue").done);
+  const auto before = admin().queue_summary(admin_conn(), "po").counts;
+  ASSERT_EQ(before.available, 5);
+
+  const Admin a = admin();
+  const auto during = read_across_prune_commit<QueueSummary>(
+      "queue", true, [&](Connection& c) { return a.queue_summary(c, "po"); });
+  EXPECT_EQ(describe(during.counts), describe(before));
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE ready_slot = 0"), 0);
+}
+
+TEST_F(RingsReaderTest, JobListReadWhileACarryPruneCommitsListsTheCarriedJobs) {
+  // Guards job_list (awa job list) the same way: a listing that queued behind a
+  // carry-prune's locks must list the carried jobs, available, not lose them for that read
+  // (before the lock it listed none of 3).
+  enqueue("pj", 3);
+  ASSERT_TRUE(rotate("queue").done);
+  const Admin a = admin();
+  JobFilter f;
+  f.queue = "pj";
+  const auto listed = read_across_prune_commit<std::vector<JobSummary>>(
+      "queue", true, [&](Connection& c) { return a.list_jobs(c, f); });
+  ASSERT_EQ(listed.size(), 3U) << "the listing lost the carried jobs";
+  for (const auto& j : listed) EXPECT_EQ(j.state, "available") << j.id;
+}
+
+TEST_F(RingsReaderTest, JobShownWhileAClaimCarryPruneCommitsIsStillRunning) {
+  // Guards job_view (awa job show) while a carry-prune of the claim ring moves a running
+  // job's open batch: a lookup that queued behind the prune's locks must still find the
+  // open attempt. (Before the lock it found no batch and showed the job completed.)
+  const auto id = enqueue_one("pr");
+  ASSERT_EQ(claim("pr").size(), 1U);
+  ASSERT_TRUE(rotate("claim").done);
+  const Admin a = admin();
+  const auto shown = read_across_prune_commit<std::optional<JobDetail>>(
+      "claim", true, [&](Connection& c) { return a.job(c, id); });
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_EQ(shown->summary.state, "running");
 }
 
 }  // namespace
