@@ -46,16 +46,17 @@ test: test-deps format-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
 # The runtime's threads under ThreadSanitizer: the in-process tests of the client, the
-# completion batcher, the pool and the metrics registry. Its own build folder; the `awa`
-# binary the runtime tests spawn is built with it.
+# completion batcher, the pool and the metrics registry, in a binary of their own
+# (awa_tsan_tests: only the files that hold these suites). Its own build folder; the
+# `awa` binary the runtime tests spawn is built with it.
 TSAN_DIR ?= build-tsan
 TSAN_TESTS ?= RuntimeTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*
 test-tsan: deps pg
 	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAWA_TSAN=ON -DAWA_BUILD_BENCH=OFF
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target awa_integration_tests awa_tool
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target awa_tsan_tests awa_tool
 	$(WITH_DB) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(TSAN_DIR)/awa_integration_tests --gtest_filter='$(TSAN_TESTS)'
+	  $(TSAN_DIR)/awa_tsan_tests --gtest_filter='$(TSAN_TESTS)'
 
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L unit
