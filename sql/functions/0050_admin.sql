@@ -27,12 +27,18 @@ $$;
 -- the claim cursor (next lane_seq a claimer will look at), lag = the difference (what
 -- ADR-025's incident query reports: it counts rollback gaps and in-flight reservations
 -- too), and available = the exact number of committed, unclaimed, not-cancelled rows.
--- Joins on the full lane key; never filters on enqueue_shard < current shard count.
+-- Joins on the full lane key; never filters on enqueue_shard < current shard count. The
+-- queue ring is locked first, so rows a prune carries meanwhile are counted (see
+-- lock_rings_shared below).
 CREATE OR REPLACE FUNCTION {schema}.queue_shard_lag(p_queue text)
 RETURNS TABLE (priority smallint, enqueue_shard smallint, enqueue_cursor bigint,
                claim_cursor bigint, lag bigint, available bigint)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql VOLATILE
 SET jit = off AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM {schema}.lock_rings_shared(ARRAY['queue']);
+    RETURN QUERY
     SELECT claims.priority, claims.enqueue_shard,
            coalesce(pg_sequence_last_value(enqueues.seq), 0) + 1 AS enqueue_cursor,
            claims.claim_seq AS claim_cursor,
@@ -48,7 +54,8 @@ SET jit = off AS $$
     FROM {schema}.queue_claim_heads AS claims
     JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
     WHERE claims.queue = p_queue
-    ORDER BY claims.priority, claims.enqueue_shard
+    ORDER BY claims.priority, claims.enqueue_shard;
+END
 $$;
 
 -- Readers of the rings, and prune's TRUNCATE. TRUNCATE is not MVCC-safe: a statement whose

@@ -455,6 +455,19 @@ TEST_F(RingsReaderTest, QueueListReadWhileACarryPruneCommitsKeepsTheCarriedJobs)
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE ready_slot = 0"), 0);
 }
 
+TEST_F(RingsReaderTest, ShardLagReadWhileACarryPruneCommitsCountsTheCarriedRows) {
+  // Guards queue_shard_lag (awa queue shards) the same way: a lane's available rows that a
+  // carry-prune moves while the read queues behind it are still counted (before the lock
+  // the lane read available 0 of 4).
+  enqueue("pl", 4);
+  ASSERT_TRUE(rotate("queue").done);
+  const Admin a = admin();
+  const auto lanes = read_across_prune_commit<std::vector<ShardLag>>(
+      "queue", true, [&](Connection& c) { return a.queue_shards(c, "pl"); });
+  ASSERT_EQ(lanes.size(), 1U);
+  EXPECT_EQ(lanes[0].available, 4);
+}
+
 TEST_F(RingsReaderTest, JobListReadWhileACarryPruneCommitsListsTheCarriedJobs) {
   // Guards job_list (awa job list) the same way: a listing that queued behind a
   // carry-prune's locks must list the carried jobs, available, not lose them for that read
