@@ -457,8 +457,10 @@ TEST_F(RingsReaderTest, QueueListReadWhileACarryPruneCommitsKeepsTheCarriedJobs)
 
 TEST_F(RingsReaderTest, ShardLagReadWhileACarryPruneCommitsCountsTheCarriedRows) {
   // Guards queue_shard_lag (awa queue shards) the same way: a lane's available rows that a
-  // carry-prune moves while the read queues behind it are still counted (before the lock
-  // the lane read available 0 of 4).
+  // carry-prune moves while the read queues behind it are still counted (as a STABLE SQL
+  // function it read available 0 of 4). Its reading statement names the ready tables
+  // itself, so here the new statement alone waits for the prune; the lock keeps that true
+  // if the body ever reads through a function.
   enqueue("pl", 4);
   ASSERT_TRUE(rotate("queue").done);
   const Admin a = admin();
