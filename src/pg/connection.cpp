@@ -238,7 +238,7 @@ Result Connection::exec(std::string_view sql) {
   return check(PQexec(conn, text.c_str()), sql);
 }
 
-Result Connection::exec(std::string_view sql, const Params& params) {
+Result Connection::exec(std::string_view sql, const Params& params, Format format) {
   PGconn* conn = require_open();
   if (!settings_.empty()) {
     // Pooled: the settings and the statement up to one Sync form one implicit
@@ -247,13 +247,13 @@ Result Connection::exec(std::string_view sql, const Params& params) {
     for (const auto& [name, value] : settings_) {
       p.add("SELECT pg_catalog.set_config($1, $2, true)", make_params(name, value));
     }
-    p.add(sql, params);
+    p.add(sql, params, format);
     auto results = p.run();
     return std::move(results.back());
   }
   const std::string text(sql);
   return check(PQexecParams(conn, text.c_str(), param_count(params), nullptr, params.values(),
-                            nullptr, nullptr, 0),
+                            nullptr, nullptr, static_cast<int>(format)),
                sql);
 }
 
@@ -268,16 +268,16 @@ void Connection::prepare(const std::string& name, std::string_view sql) {
   prepared_.insert(name);
 }
 
-Result Connection::exec_prepared(const std::string& name, const Params& params) {
+Result Connection::exec_prepared(const std::string& name, const Params& params, Format format) {
   PGconn* conn = require_open();
   if (pooled_) {
     const auto it = unnamed_.find(name);
     if (it == unnamed_.end()) throw Error("EXECUTE " + name + ": no statement of that name");
-    return exec(it->second, params);
+    return exec(it->second, params, format);
   }
-  return check(
-      PQexecPrepared(conn, name.c_str(), param_count(params), params.values(), nullptr, nullptr, 0),
-      "EXECUTE " + name);
+  return check(PQexecPrepared(conn, name.c_str(), param_count(params), params.values(), nullptr,
+                              nullptr, static_cast<int>(format)),
+               "EXECUTE " + name);
 }
 
 std::string Connection::cached_statement_name(std::string_view sql) {
@@ -302,11 +302,11 @@ std::string Connection::ensure_prepared(std::string_view sql) {
   return name;
 }
 
-Result Connection::exec_cached(std::string_view sql, const Params& params) {
-  if (pooled_) return exec(sql, params);
+Result Connection::exec_cached(std::string_view sql, const Params& params, Format format) {
+  if (pooled_) return exec(sql, params, format);
   const std::string name = ensure_prepared(sql);
   try {
-    return exec_prepared(name, params);
+    return exec_prepared(name, params, format);
   } catch (const DatabaseError& e) {
     // 26000: the session lost the statement (DEALLOCATE ALL, DISCARD ALL). Forget it; when
     // no transaction was aborted by the failure, prepare again and retry once.
@@ -314,7 +314,7 @@ Result Connection::exec_cached(std::string_view sql, const Params& params) {
     prepared_.erase(name);
     if (in_transaction()) throw;
   }
-  return exec_prepared(ensure_prepared(sql), params);
+  return exec_prepared(ensure_prepared(sql), params, format);
 }
 
 Pipeline Connection::pipeline() {

@@ -74,7 +74,8 @@ class Connection {
   Result exec(std::string_view sql);
   // One statement with parameters (extended protocol, unnamed statement); on a pooled
   // connection with settings, preceded by them in the same implicit transaction.
-  Result exec(std::string_view sql, const Params& params);
+  // `format`: the format of the result columns (result.hpp).
+  Result exec(std::string_view sql, const Params& params, Format format = Format::kText);
   template <class... Args>
   Result query(std::string_view sql, const Args&... args) {
     return exec(sql, make_params(args...));
@@ -87,8 +88,9 @@ class Connection {
   // and exec_cached run it as an unnamed statement (PQexecParams), so a statement never
   // depends on which server session the pooler picks.
   void prepare(const std::string& name, std::string_view sql);
-  Result exec_prepared(const std::string& name, const Params& params);
-  Result exec_cached(std::string_view sql, const Params& params);
+  Result exec_prepared(const std::string& name, const Params& params,
+                       Format format = Format::kText);
+  Result exec_cached(std::string_view sql, const Params& params, Format format = Format::kText);
   // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit FNV-1a hash.
   static std::string cached_statement_name(std::string_view sql);
   // Prepares `sql` under cached_statement_name() unless already done; returns the name.

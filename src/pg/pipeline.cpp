@@ -69,8 +69,8 @@ using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
 }  // namespace
 
-void Pipeline::add(std::string_view sql, const Params& params) {
-  items_.push_back(Item{std::string(sql), params, false});
+void Pipeline::add(std::string_view sql, const Params& params, Format format) {
+  items_.push_back(Item{std::string(sql), params, false, false, false, format});
 }
 
 void Pipeline::add_cached(std::string_view sql, const Params& params) {
@@ -124,9 +124,9 @@ std::vector<Result> Pipeline::run() {
     // statements go as unnamed ones, like the others.
     const int ok = item.cached && !conn_.pooled()
                        ? PQsendQueryPrepared(conn, names[sent].c_str(), n, item.params.values(),
-                                             nullptr, nullptr, 0)
+                                             nullptr, nullptr, static_cast<int>(item.format))
                        : PQsendQueryParams(conn, item.sql.c_str(), n, nullptr, item.params.values(),
-                                           nullptr, nullptr, 0);
+                                           nullptr, nullptr, static_cast<int>(item.format));
     if (ok != 1) {
       if (PQstatus(conn) != CONNECTION_OK) throw_connection_error(conn, "sending a pipeline");
       send_error = describe_result_error(nullptr, conn, statement_context(item.sql));

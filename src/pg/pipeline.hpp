@@ -34,7 +34,7 @@ class Pipeline {
  public:
   explicit Pipeline(Connection& conn) : conn_(conn) {}
 
-  void add(std::string_view sql, const Params& params);
+  void add(std::string_view sql, const Params& params, Format format = Format::kText);
   // Executes a statement prepared with Connection::prepare or exec_cached.
   void add_cached(std::string_view sql, const Params& params);
   // A prepared statement whose failure is reported, not thrown (see above).
@@ -56,6 +56,7 @@ class Pipeline {
     bool cached;
     bool best_effort = false;
     bool sync_after = false;  // a Sync follows this statement
+    Format format = Format::kText;
   };
   Connection& conn_;
   std::vector<Item> items_;

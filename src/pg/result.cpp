@@ -2,10 +2,13 @@
 
 #include <libpq-fe.h>
 
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "awa/error.hpp"
@@ -181,6 +184,72 @@ bool parse_bytea(std::string_view text, Bytea& out) {
   return true;
 }
 
+// Type OIDs of the binary formats read here (pg_type.dat; stable across releases).
+constexpr Oid kBoolOid = 16;
+constexpr Oid kByteaOid = 17;
+constexpr Oid kNameOid = 19;
+constexpr Oid kInt8Oid = 20;
+constexpr Oid kInt2Oid = 21;
+constexpr Oid kInt4Oid = 23;
+constexpr Oid kTextOid = 25;
+constexpr Oid kJsonOid = 114;
+constexpr Oid kFloat4Oid = 700;
+constexpr Oid kFloat8Oid = 701;
+constexpr Oid kBpcharOid = 1042;
+constexpr Oid kVarcharOid = 1043;
+constexpr Oid kTimestampOid = 1114;
+constexpr Oid kTimestamptzOid = 1184;
+constexpr Oid kJsonbOid = 3802;
+
+// A big-endian two's-complement integer of 1, 2, 4 or 8 bytes (the send format).
+std::optional<std::int64_t> read_be(std::string_view b) {
+  if (b.size() != 1 && b.size() != 2 && b.size() != 4 && b.size() != 8) return std::nullopt;
+  std::uint64_t u = 0;
+  for (const char c : b) u = (u << 8) | static_cast<unsigned char>(c);
+  // Sign-extend from the value's width.
+  const int shift = 64 - 8 * static_cast<int>(b.size());
+  return static_cast<std::int64_t>(u << shift) >> shift;
+}
+
+// The text of a binary value of a textual type; nullopt for any other type. jsonb's send
+// format is a version byte (1) and the text.
+std::optional<std::string_view> binary_text(Oid type, std::string_view b) {
+  switch (type) {
+    case kTextOid:
+    case kVarcharOid:
+    case kBpcharOid:
+    case kNameOid:
+    case kJsonOid:
+      return b;
+    case kJsonbOid:
+      if (b.empty() || b[0] != 1) return std::nullopt;
+      return b.substr(1);
+    default:
+      return std::nullopt;
+  }
+}
+
+// timestamp[tz] send format: microseconds since 2000-01-01 00:00 UTC, INT64_MAX/MIN for
+// infinity. system_clock counts nanoseconds in 64 bits, so its range (about 1678..2261,
+// as for text) is checked before the conversion.
+bool binary_timestamp(std::int64_t micros_2000, TimePoint& out) {
+  if (micros_2000 == std::numeric_limits<std::int64_t>::max()) {
+    out = TimePoint::max();
+    return true;
+  }
+  if (micros_2000 == std::numeric_limits<std::int64_t>::min()) {
+    out = TimePoint::min();
+    return true;
+  }
+  constexpr std::int64_t kEpochShift = 946'684'800'000'000;  // 1970 -> 2000, microseconds
+  constexpr std::int64_t kLimit =
+      std::chrono::duration_cast<std::chrono::microseconds>(TimePoint::duration::max()).count();
+  if (micros_2000 > kLimit - kEpochShift || micros_2000 < -kLimit - kEpochShift) return false;
+  out = TimePoint(std::chrono::duration_cast<TimePoint::duration>(
+      std::chrono::microseconds(micros_2000 + kEpochShift)));
+  return true;
+}
+
 }  // namespace
 
 void Result::Deleter::operator()(pg_result* r) const noexcept { PQclear(r); }
@@ -228,10 +297,20 @@ bool Result::is_null(int row, int col) const {
   return PQgetisnull(res_.get(), row, col) != 0;
 }
 
+bool Result::binary(int col) const {
+  if (col < 0 || col >= columns()) throw Error("result has no column " + std::to_string(col));
+  return PQfformat(res_.get(), col) == 1;
+}
+
 std::string_view Result::text(int row, int col) const {
   if (is_null(row, col)) return {};
-  return {PQgetvalue(res_.get(), row, col),
-          static_cast<std::size_t>(PQgetlength(res_.get(), row, col))};
+  const std::string_view raw{PQgetvalue(res_.get(), row, col),
+                             static_cast<std::size_t>(PQgetlength(res_.get(), row, col))};
+  if (PQfformat(res_.get(), col) != 1) return raw;
+  if (const auto t = binary_text(PQftype(res_.get(), col), raw)) return *t;
+  throw Error("column \"" + std::string(column_name(col)) + "\" (row " + std::to_string(row) +
+              ") is binary and not text (type OID " + std::to_string(PQftype(res_.get(), col)) +
+              "); read it with get<T>");
 }
 
 template <class T>
@@ -240,6 +319,7 @@ T Result::get(int row, int col) const {
     throw Error("column \"" + std::string(column_name(col)) + "\" (row " + std::to_string(row) +
                 ") is NULL; read it with get_opt");
   }
+  if (PQfformat(res_.get(), col) == 1) return get_binary<T>(row, col);
   const std::string_view t = text(row, col);
   const auto bad = [&]() {
     return Error("column \"" + std::string(column_name(col)) + "\" (row " + std::to_string(row) +
@@ -269,6 +349,59 @@ T Result::get(int row, int col) const {
     Bytea v;
     if (!parse_bytea(t, v)) throw bad();
     return v;
+  } else {
+    static_assert(sizeof(T) == 0, "unsupported type for Result::get");
+  }
+}
+
+// REQUIRES: the cell is not NULL and its column is binary.
+template <class T>
+T Result::get_binary(int row, int col) const {
+  const Oid type = PQftype(res_.get(), col);
+  const std::string_view b{PQgetvalue(res_.get(), row, col),
+                           static_cast<std::size_t>(PQgetlength(res_.get(), row, col))};
+  const auto bad = [&]() {
+    return Error("column \"" + std::string(column_name(col)) + "\" (row " + std::to_string(row) +
+                 "): cannot read a binary value of type OID " + std::to_string(type) + " (" +
+                 std::to_string(b.size()) + " bytes) as " + type_name<T>());
+  };
+  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>) {
+    const auto t = binary_text(type, b);
+    if (!t) throw bad();
+    return T(*t);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (type != kBoolOid || b.size() != 1) throw bad();
+    return b[0] != 0;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const auto v = read_be(b);
+    if (type == kFloat8Oid && v && b.size() == 8) {
+      return std::bit_cast<double>(static_cast<std::uint64_t>(*v));
+    }
+    if (type == kFloat4Oid && v && b.size() == 4) {
+      return std::bit_cast<float>(static_cast<std::uint32_t>(*v));
+    }
+    throw bad();
+  } else if constexpr (std::is_integral_v<T>) {
+    const bool width_ok = (type == kInt2Oid && b.size() == 2) ||
+                          (type == kInt4Oid && b.size() == 4) ||
+                          (type == kInt8Oid && b.size() == 8);
+    const auto v = read_be(b);
+    if (!width_ok || !v || *v < std::numeric_limits<T>::min() ||
+        *v > std::numeric_limits<T>::max()) {
+      throw bad();
+    }
+    return static_cast<T>(*v);
+  } else if constexpr (std::is_same_v<T, TimePoint>) {
+    const auto v = read_be(b);
+    TimePoint tp{};
+    if ((type != kTimestamptzOid && type != kTimestampOid) || b.size() != 8 ||
+        !binary_timestamp(*v, tp)) {
+      throw bad();
+    }
+    return tp;
+  } else if constexpr (std::is_same_v<T, Bytea>) {
+    if (type != kByteaOid) throw bad();
+    return Bytea{std::string(b)};
   } else {
     static_assert(sizeof(T) == 0, "unsupported type for Result::get");
   }

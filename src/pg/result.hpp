@@ -1,8 +1,11 @@
 // A query result: owns a PGresult, move-only, with typed null-aware accessors.
 //
-// Values are read in text format (the only format awa-cpp requests). Accessors throw
-// awa::Error when a column is missing, a value is NULL where a non-optional type was
-// asked for, or the text does not parse as the requested type.
+// Values come in text format, or in binary format for the statements that ask for it
+// (Format::kBinary: the claim, whose result is decoded per row on the hot path; binary
+// saves the server's output functions and our parsing, timestamps above all). The
+// accessors read either: a binary column is decoded by its type OID, for the types
+// get<T> lists. Accessors throw awa::Error when a column is missing, a value is NULL where
+// a non-optional type was asked for, or the value does not read as the requested type.
 #pragma once
 
 #include <chrono>
@@ -15,6 +18,9 @@
 struct pg_result;  // PGresult, from libpq-fe.h; kept out of every other header
 
 namespace awa::pg {
+
+// The format a statement's result columns come in (libpq's resultFormat).
+enum class Format { kText = 0, kBinary = 1 };
 
 // Raw bytes of a bytea value.
 struct Bytea {
@@ -42,12 +48,16 @@ class Result {
 
   int column(std::string_view name) const;  // throws if there is no such column
   bool is_null(int row, int col) const;
-  std::string_view text(int row, int col) const;  // "" for NULL
+  // The value's text, "" for NULL. A binary column has text only for a textual type
+  // (text, varchar, char, name, json, jsonb); for any other type text() throws.
+  std::string_view text(int row, int col) const;
+  bool binary(int col) const;  // the column came in binary format
 
   // T is one of: std::string, std::string_view (valid while the Result lives), bool,
   // std::int16_t, std::int32_t, std::int64_t, double, std::chrono::system_clock::time_point
-  // (from a timestamptz rendered with an ISO DateStyle and UTC TimeZone), or
-  // Bytea (bytea decoded from hex).
+  // (from a timestamptz rendered with an ISO DateStyle and UTC TimeZone, or binary), or
+  // Bytea (bytea decoded from hex, or binary). A binary integer column of any width reads
+  // as any integer type it fits.
   template <class T>
   T get(int row, int col) const;
   template <class T>
@@ -68,6 +78,8 @@ class Result {
   struct Deleter {
     void operator()(pg_result* r) const noexcept;
   };
+  template <class T>
+  T get_binary(int row, int col) const;
   std::unique_ptr<pg_result, Deleter> res_;
 };
 

@@ -119,7 +119,7 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     params.null();
   }
   const auto started = std::chrono::steady_clock::now();
-  const auto res = conn.exec_cached(claim_sql_, params);
+  const auto res = conn.exec_cached(claim_sql_, params, pg::Format::kBinary);
   std::vector<ClaimedEntry> out;
   out.reserve(static_cast<std::size_t>(res.rows()));
   for (int r = 0; r < res.rows(); ++r) {
@@ -132,20 +132,20 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     e.lane_seq = res.get<std::int64_t>(r, 5);
     e.claim_slot = res.get<int>(r, 6);
     e.claim_batch = res.get<std::int64_t>(r, 7);
-    e.queue = res.get<std::string>(r, 8);
-    e.priority = res.get<int>(r, 9);
-    e.effective_priority = res.get<int>(r, 10);
-    e.kind = res.get<std::string>(r, 11);
-    e.args_json = res.get<std::string>(r, 12);
-    if (!res.is_null(r, 13)) e.metadata = nlohmann::json::parse(res.text(r, 13));
-    if (!res.is_null(r, 14)) e.tags = parse_text_array(res.text(r, 14));
-    e.max_attempts = res.get<int>(r, 15);
-    if (!res.is_null(r, 16)) e.ordering_key = res.get<pg::Bytea>(r, 16).bytes;
-    if (!res.is_null(r, 17)) e.errors = nlohmann::json::parse(res.text(r, 17));
-    e.run_at = res.get<std::chrono::system_clock::time_point>(r, 18);
-    e.created_at = res.get<std::chrono::system_clock::time_point>(r, 19);
-    e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 20);
-    e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 21);
+    e.queue = queue;
+    e.priority = res.get<int>(r, 8);
+    e.effective_priority = res.get<int>(r, 9);
+    e.kind = res.get<std::string>(r, 10);
+    e.args_json = res.get<std::string>(r, 11);
+    if (!res.is_null(r, 12)) e.metadata = nlohmann::json::parse(res.text(r, 12));
+    if (!res.is_null(r, 13)) e.tags = parse_text_array(res.text(r, 13));
+    e.max_attempts = res.get<int>(r, 14);
+    if (!res.is_null(r, 15)) e.ordering_key = res.get<pg::Bytea>(r, 15).bytes;
+    if (!res.is_null(r, 16)) e.errors = nlohmann::json::parse(res.text(r, 16));
+    e.run_at = res.get<std::chrono::system_clock::time_point>(r, 17);
+    e.created_at = res.get<std::chrono::system_clock::time_point>(r, 18);
+    e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 19);
+    e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 20);
     out.push_back(std::move(e));
   }
   // ADR-025's awa.job.claimed{awa.enqueue.shard}. A claim reads one lane, so this is one
