@@ -449,6 +449,10 @@ int main(int argc, char** argv) {
                  "the queue's claim connections (QueueConfig::claimers; 0: its default)")
       ->check(CLI::Range(0, 8))
       ->capture_default_str();
+  app.add_option("--max-prefetch", st.max_prefetch,
+                 "the queue's prefetch bound (QueueConfig::max_prefetch; -1: its default)")
+      ->check(CLI::Range(-1, 100000))
+      ->capture_default_str();
   app.add_option("--runs", o.runs, "runs (medians reported)")->capture_default_str();
   app.add_option("--poll-ms", st.poll_ms, "the queue's poll interval (0: the default, 1 s)")
       ->check(CLI::NonNegativeNumber)

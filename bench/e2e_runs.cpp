@@ -148,6 +148,7 @@ QueueConfig queue_config(const E2eSetup& o) {
   q.name = std::string(kQueue);
   q.max_workers = o.workers;
   if (o.claimers > 0) q.claimers = o.claimers;
+  if (o.max_prefetch >= 0) q.max_prefetch = o.max_prefetch;
   if (o.poll_ms > 0) q.poll_interval = std::chrono::milliseconds(o.poll_ms);
   return q;
 }

@@ -26,6 +26,7 @@ struct E2eSetup {
   int jobs = 100000;           // drain: jobs seeded
   int shards = 4;              // the queue's enqueue_shards
   int claimers = 0;            // the queue's claim connections (0: QueueConfig's default)
+  int max_prefetch = -1;       // QueueConfig::max_prefetch (-1: its default)
   int poll_ms = 0;             // the queue's poll interval (0: QueueConfig's default, 1 s)
   int completion_writers = 0;  // ClientOptions::completion_writers (0: its default)
   // Non-empty: the Client goes through this transaction pooler (ClientOptions::pooled);

@@ -68,4 +68,19 @@ class ClaimPace {
   std::uint64_t started_since_ = 0;
 };
 
+// How many rows a claimer should claim now, or 0 to wait (Client::Impl::claim_want):
+// `room` workers could start a job now and `goal` more are wanted claimed ahead of them;
+// `held` are claimed and waiting for a worker, `claiming` are in claims in flight. A
+// claimer claims once what is missing reaches 1/(2 x claimers) of room + goal — so a busy
+// queue claims in large batches, its claimers staggered, and an idle one for a single
+// free worker — or a full claim_batch, whichever is smaller: a target of more than
+// 2 x claimers batches would otherwise wait for a shortfall that no one claim can fill,
+// and the queue would claim only when the pace had decayed (every poll interval).
+inline int claim_size(int room, int goal, int held, int claiming, int claim_batch, int claimers) {
+  const int target = room + goal;
+  const int want = std::min(target - held - claiming, claim_batch);
+  const int threshold = std::min(claim_batch, std::max(1, target / (2 * std::max(claimers, 1))));
+  return want >= threshold ? want : 0;
+}
+
 }  // namespace awa::runtime

@@ -186,18 +186,13 @@ struct Client::Impl {
 
   // --- dispatch -------------------------------------------------------------------------
 
-  // How many rows a claimer of `q` should claim now, or 0 to wait: room for the workers
-  // that could start one of its jobs now plus its prefetch goal, less what it holds or
-  // is claiming; claimed once at least 1/(2 x claimers) of that is missing, so a busy
-  // queue claims in large batches (its claimers staggered) and an idle one claims for a
-  // single free worker. REQUIRES: mu_ held.
+  // How many rows a claimer of `q` should claim now, or 0 to wait (runtime::claim_size):
+  // room for the workers that could start one of its jobs now plus its prefetch goal,
+  // less what it holds or is claiming. REQUIRES: mu_ held.
   int claim_want(const QueueState& q) const {
-    const int slots =
-        std::max(0, std::min(q.config.max_workers - q.running, cap_ - running_total_));
-    const int target = slots + q.prefetch_goal;
-    const int want =
-        std::min(target - static_cast<int>(q.ready.size()) - q.claiming, q.config.claim_batch);
-    return want >= std::max(1, target / (2 * q.config.claimers)) ? want : 0;
+    const int room = std::max(0, std::min(q.config.max_workers - q.running, cap_ - running_total_));
+    return runtime::claim_size(room, q.prefetch_goal, static_cast<int>(q.ready.size()), q.claiming,
+                               q.config.claim_batch, q.config.claimers);
   }
 
   // Waits up to `d` or until stop; false when stopping.

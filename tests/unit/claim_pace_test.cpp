@@ -63,5 +63,27 @@ TEST(ClaimPaceTest, ShortWindowsAreIgnored) {
   EXPECT_DOUBLE_EQ(p.starts_per_ms(), 50.0);  // 1000 / 10 ms, smoothed from 0
 }
 
+TEST(ClaimSizeTest, IdleQueueClaimsForOneFreeWorker) {
+  // 32 workers, one free, no prefetch: one row, at once.
+  EXPECT_EQ(claim_size(1, 0, 0, 0, 512, 2), 1);
+  EXPECT_EQ(claim_size(0, 0, 0, 0, 512, 2), 0);  // no room: wait
+}
+
+TEST(ClaimSizeTest, BusyQueueWaitsForAQuarterOfItsTargetWithTwoClaimers) {
+  // Target 32 + 200 = 232; a claimer claims once 232 / 4 = 58 rows are missing.
+  EXPECT_EQ(claim_size(32, 200, 175, 0, 512, 2), 0);  // 57 missing
+  EXPECT_EQ(claim_size(32, 200, 174, 0, 512, 2), 58);
+  EXPECT_EQ(claim_size(32, 200, 0, 100, 512, 2), 132);  // less what is being claimed
+  EXPECT_EQ(claim_size(32, 200, 0, 0, 100, 2), 100);    // at most a claim batch
+}
+
+TEST(ClaimSizeTest, TargetBeyondTwoBatchesPerClaimerStillClaimsFullBatches) {
+  // Target 32 + 2048 = 2080; a quarter of it (520) is more than one claim may bring (512).
+  // The threshold is the batch then, or the queue would never claim while the goal holds.
+  EXPECT_EQ(claim_size(32, 2048, 0, 0, 512, 2), 512);
+  EXPECT_EQ(claim_size(32, 2048, 1000, 512, 512, 2), 512);
+  EXPECT_EQ(claim_size(32, 2048, 1200, 512, 512, 2), 0);  // 368 missing: wait for 512
+}
+
 }  // namespace
 }  // namespace awa::runtime
