@@ -295,21 +295,24 @@ int run_compare(pg::Connection& admin, const Options& o, const MachineInfo& mach
              o.runs, table.render());
   fmt::print("target runtime >= 0.8 x storage: {}\n", median(ratio) >= 0.8 ? "met" : "NOT met");
   if (!o.json_path.empty()) {
-    write_json(o.json_path, {{"benchmark", "e2e"},
-                             {"mode", "compare"},
-                             {"runtime_per_s", median(runtime)},
-                             {"storage_per_s", median(storage)},
-                             {"runtime_vs_storage", median(ratio)},
-                             {"options",
-                              {{"jobs", st.jobs},
-                               {"workers", st.workers},
-                               {"shards", st.shards},
-                               {"storage_claimers", storage_setup.claimers},
-                               {"storage_claim_batch", storage_setup.claim_batch},
-                               {"runtime_start", o.cold_compare ? "cold" : "warm"},
-                               {"runs", o.runs}}},
-                             {"runs", per_run},
-                             {"machine", machine.to_json()}});
+    write_json(o.json_path,
+               {{"benchmark", "e2e"},
+                {"mode", "compare"},
+                {"runtime_per_s", median(runtime)},
+                {"storage_per_s", median(storage)},
+                {"runtime_vs_storage", median(ratio)},
+                {"options",
+                 {{"jobs", st.jobs},
+                  {"workers", st.workers},
+                  {"shards", st.shards},
+                  {"storage_claimers", storage_setup.claimers},
+                  {"storage_claim_batch", storage_setup.claim_batch},
+                  {"max_prefetch",
+                   st.max_prefetch >= 0 ? st.max_prefetch : awa::QueueConfig{}.max_prefetch},
+                  {"runtime_start", o.cold_compare ? "cold" : "warm"},
+                  {"runs", o.runs}}},
+                {"runs", per_run},
+                {"machine", machine.to_json()}});
     fmt::print("wrote {}\n", o.json_path);
   }
   return 0;

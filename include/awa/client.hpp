@@ -147,8 +147,10 @@ struct QueueConfig {
   // bound it keeps about what the workers start during one claim round trip (measured as
   // it goes), so short handlers get a buffer and slow ones none. Prefetched jobs are
   // heartbeated like running ones, shown as awa_jobs_prefetched{queue}, and handed back
-  // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default: 512.
-  int max_prefetch = 512;
+  // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default:
+  // 1024 — twice claim_batch, so that with short handlers both claimers' claims are in
+  // flight at once (docs/benchmarks.md, "e2e", stop 27: 512 left the second one waiting).
+  int max_prefetch = 1024;
   // Claim connections: the first LISTENs and claims on notifications; the others claim
   // too while the queue is busy, so claims of several lanes (shards, priorities) run at
   // once. Each is a dedicated connection. 1..8. Default: 2.
