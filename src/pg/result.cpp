@@ -201,9 +201,9 @@ constexpr Oid kTimestampOid = 1114;
 constexpr Oid kTimestamptzOid = 1184;
 constexpr Oid kJsonbOid = 3802;
 
-// A big-endian two's-complement integer of 1, 2, 4 or 8 bytes (the send format).
-std::optional<std::int64_t> read_be(std::string_view b) {
-  if (b.size() != 1 && b.size() != 2 && b.size() != 4 && b.size() != 8) return std::nullopt;
+// A big-endian two's-complement integer (the send format). REQUIRES: b.size() is 2, 4 or
+// 8 — every caller checks the width against the column's type first.
+std::int64_t read_be(std::string_view b) {
   std::uint64_t u = 0;
   for (const char c : b) u = (u << 8) | static_cast<unsigned char>(c);
   // Sign-extend from the value's width.
@@ -373,29 +373,25 @@ T Result::get_binary(int row, int col) const {
     if (type != kBoolOid || b.size() != 1) throw bad();
     return b[0] != 0;
   } else if constexpr (std::is_same_v<T, double>) {
-    const auto v = read_be(b);
-    if (type == kFloat8Oid && v && b.size() == 8) {
-      return std::bit_cast<double>(static_cast<std::uint64_t>(*v));
+    if (type == kFloat8Oid && b.size() == 8) {
+      return std::bit_cast<double>(static_cast<std::uint64_t>(read_be(b)));
     }
-    if (type == kFloat4Oid && v && b.size() == 4) {
-      return std::bit_cast<float>(static_cast<std::uint32_t>(*v));
+    if (type == kFloat4Oid && b.size() == 4) {
+      return std::bit_cast<float>(static_cast<std::uint32_t>(read_be(b)));
     }
     throw bad();
   } else if constexpr (std::is_integral_v<T>) {
     const bool width_ok = (type == kInt2Oid && b.size() == 2) ||
                           (type == kInt4Oid && b.size() == 4) ||
                           (type == kInt8Oid && b.size() == 8);
-    const auto v = read_be(b);
-    if (!width_ok || !v || *v < std::numeric_limits<T>::min() ||
-        *v > std::numeric_limits<T>::max()) {
-      throw bad();
-    }
-    return static_cast<T>(*v);
+    if (!width_ok) throw bad();
+    const std::int64_t v = read_be(b);
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) throw bad();
+    return static_cast<T>(v);
   } else if constexpr (std::is_same_v<T, TimePoint>) {
-    const auto v = read_be(b);
     TimePoint tp{};
     if ((type != kTimestamptzOid && type != kTimestampOid) || b.size() != 8 ||
-        !binary_timestamp(*v, tp)) {
+        !binary_timestamp(read_be(b), tp)) {
       throw bad();
     }
     return tp;
