@@ -723,9 +723,9 @@ nlohmann::json print_targets(const Report& report, const Options& o) {
   const Cell* bare = report.bare_ready();
   const auto add = [&](std::string_view yardstick, double threshold, const Cell& against) {
     if (const Cell* c = report.find(Mode::kInsert, target_s); c != nullptr && c->measured()) {
-      targets.push_back(make_target(
-          fmt::format("insert S={} >= {:.2f} x {}", target_s, threshold, yardstick), threshold, *c,
-          against));
+      targets.push_back(
+          make_target(fmt::format("insert S={} >= {:.2f} x {}", target_s, threshold, yardstick),
+                      threshold, *c, against));
     }
     if (bare != nullptr) {
       targets.push_back(make_target(

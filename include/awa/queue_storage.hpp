@@ -23,7 +23,9 @@
 // Routing: within one call, rows without an ordering_key share one rotor pick per
 // (queue, priority), so a 500-row batch reserves one contiguous lane_seq range on one lane
 // and issues one INSERT; the rotor advances per pick so successive calls spread over the
-// shards. Rows with an ordering_key go to shard_for_ordering_key(key, S). Lanes are
+// shards, and a pick that lands on a lane another call of this store is writing right now
+// takes the next shard none is writing (two calls on one lane would wait for each other's
+// commit). Rows with an ordering_key go to shard_for_ordering_key(key, S). Lanes are
 // reserved in ascending (queue, priority, enqueue_shard) order — the global lock order.
 #pragma once
 

@@ -3,7 +3,8 @@
 // One call = one transaction (the caller's, or one of its own):
 //   1. validate everything (nothing is sent for a bad batch);
 //   2. split scheduled rows (run_at in the future) off to deferred_jobs;
-//   3. route: keyed rows by hash, unkeyed rows by one rotor pick per (queue, priority);
+//   3. route: keyed rows by hash, unkeyed rows by one rotor pick per (queue, priority),
+//      stepped past the lanes other calls of this store are writing (storage/busy_lanes.hpp);
 //   4. per lane, in ascending (queue, priority, enqueue_shard) order — the global lock
 //      order — reserve one contiguous lane_seq range and write the rows;
 //   5. notify each queue once (after commit when the call commits itself; see Impl::notify).
@@ -93,6 +94,17 @@ void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
   }
 }
 
+namespace {
+
+bool counted(const storage::BusyLanes::Hold& hold, const LaneKey& key) {
+  const auto& held = hold.lanes();
+  return std::any_of(held.begin(), held.end(), [&](const storage::BusyLanes::Lane& l) {
+    return l.queue == key.queue && l.priority == key.priority && l.shard == key.shard;
+  });
+}
+
+}  // namespace
+
 Plan QueueStorage::Impl::plan(pg::Connection& conn, std::span<const NewJob> jobs) {
   for (std::size_t i = 0; i < jobs.size(); ++i) storage::validate_job(jobs[i], i);
 
@@ -125,11 +137,18 @@ Plan QueueStorage::Impl::plan(pg::Connection& conn, std::span<const NewJob> jobs
         shard = shard_for_ordering_key(*o.ordering_key, s);
       } else {
         const auto [it, fresh] = rotor_pick.try_emplace({o.queue, o.priority}, 0);
-        if (fresh) it->second = static_cast<int>(rotor.fetch_add(1, std::memory_order_relaxed) % s);
+        if (fresh) {
+          const int start = static_cast<int>(rotor.fetch_add(1, std::memory_order_relaxed) % s);
+          it->second = busy.pick(o.queue, o.priority, s, start, p.writing);
+        }
         shard = it->second;
       }
     }
     lanes[LaneKey{o.queue, o.priority, shard}].push_back(i);
+  }
+  for (const auto& [key, rows] : lanes) {  // the keyed lanes: counted, not moved
+    if (counted(p.writing, key)) continue;
+    busy.add(key.queue, key.priority, key.shard, p.writing);
   }
   {
     std::shared_lock lock(mu);

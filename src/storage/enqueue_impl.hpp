@@ -20,6 +20,7 @@
 #include "pg/connection.hpp"
 #include "pg/params.hpp"
 #include "pg/pipeline.hpp"
+#include "storage/busy_lanes.hpp"
 #include "storage/consume.hpp"
 #include "storage/enqueue_one.hpp"
 #include "storage/enqueue_unique.hpp"
@@ -48,6 +49,7 @@ struct Plan {
   std::vector<LaneBatch> lanes;  // ascending LaneKey
   std::vector<std::size_t> deferred;
   std::vector<std::string> notify_queues;
+  BusyLanes::Hold writing;  // `lanes`, counted as written by this store until the call ends
 };
 
 }  // namespace storage
@@ -146,6 +148,7 @@ struct QueueStorage::Impl {
   std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts;
 
   std::atomic<std::uint16_t> rotor{0};
+  storage::BusyLanes busy;  // the lanes of the calls in flight; the rotor steps past them
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0}, one_job_writes{0};
   std::atomic<bool> one_denied{false};  // see insert_one
   mutable std::shared_mutex mu;
