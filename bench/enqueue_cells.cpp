@@ -10,6 +10,7 @@
 #include "awa/queue_storage.hpp"
 #include "pg/pipeline.hpp"
 #include "schema/migrator.hpp"
+#include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/store_access.hpp"
 
@@ -102,13 +103,16 @@ void insert_plain_rows(pg::Connection& conn, const std::string& sql, std::span<c
   }
 }
 
-// The INSERT and the enqueue path's own notify statement in one pipeline: one implicit
-// transaction, one round trip, as insert_many sends them.
+// The INSERT, then the enqueue path's own notify statement after its commit, in one round
+// trip: as insert_many sends a NOTIFY it carries (src/storage/enqueue.cpp, add_wake).
 void insert_plain_notify(pg::Connection& conn, const std::string& sql,
                          const std::string& notify_sql, std::span<const NewJob> jobs) {
   pg::Pipeline pipe = conn.pipeline();
   pipe.add_cached(sql, plain_params(jobs));
-  pipe.add_cached(notify_sql, pg::make_params("{" + jobs.front().opts.queue + "}"));
+  pipe.sync();
+  storage::ArrayLiteral channels;
+  channels.add(notify_channel(jobs.front().opts.queue));
+  pipe.add_cached(notify_sql, pg::make_params(std::move(channels).finish()));
   pipe.run();
 }
 
@@ -202,9 +206,9 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
     const int shard = static_cast<int>(producer % static_cast<std::size_t>(shards));
     return BareLane{bare_slot, shard, fmt::format("{}.bare_lane_{}", schema.quoted(), shard)};
   };
-  // The enqueue path's notify (sql/queries/enqueue/notify.sql) without its channel
-  // helper function, which the plain schema does not have; the queue name is short.
-  const std::string notify_sql = "SELECT pg_notify('awa:' || q, '') FROM unnest($1::text[]) AS q";
+  // The enqueue path's own notify statement: it names no table of the schema.
+  const std::string notify_sql =
+      sql::render(sql::file("queries/enqueue/notify.sql"), schema.quoted());
   const auto insert = [&](std::size_t producer, pg::Connection& conn,
                           std::span<const NewJob> jobs) {
     switch (mode) {

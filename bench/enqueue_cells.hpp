@@ -22,9 +22,9 @@ inline constexpr int kPriority = 2;
 inline constexpr std::string_view kKind = "bench";
 inline constexpr std::size_t kWarmupJobs = 10;
 
-// kCeilingNotify is a diagnostic: the ceiling's INSERT plus the pg_notify statement the
-// enqueue path sends with every batch, in one implicit transaction. It separates what the
-// notification costs from what the queue's own tables and locks cost.
+// kCeilingNotify is a diagnostic: the ceiling's INSERT, then after its commit the pg_notify
+// statement the enqueue path sends, with every batch (the enqueue path coalesces them). It
+// bounds what the notification costs apart from the queue's own tables and locks.
 // kSingleRow is the raw single-row commit reference (one row per transaction, whatever
 // --batch says), measured when --batch is 1.
 // kBareReady is the bare ready table (see the top of enqueue_contention.cpp), measured at the S of

@@ -8,8 +8,9 @@
 // plain table with only a primary key, so "vs ceiling" says how much of what this server
 // can insert the queue keeps, independent of the machine.
 //
-// A second, diagnostic ceiling adds to the plain INSERT the pg_notify statement that the
-// enqueue path sends with every batch, to show what the notification alone costs.
+// A second, diagnostic ceiling adds to every plain INSERT the pg_notify statement that the
+// enqueue path sends after a commit (at most once per queue every 2 ms from one process:
+// src/storage/wake_coalescer.hpp), to bound what the notification alone costs.
 //
 // With --batch 1 (single-job enqueue: one insert() call, one job, its own transaction) a
 // third reference is measured: raw single-row commits, i.e. the same producers each

@@ -205,10 +205,14 @@ pg::Params QueueStorage::Impl::deferred_params(const Plan& p, std::span<const Ne
       std::move(keys).finish(), std::move(meta).finish(), std::move(tags).finish());
 }
 
+std::string QueueStorage::Impl::notify_channels(const std::vector<std::string>& queues) {
+  storage::ArrayLiteral channels;
+  for (const auto& name : queues) channels.add(notify_channel(name));
+  return std::move(channels).finish();
+}
+
 pg::Params QueueStorage::Impl::notify_params(const std::vector<std::string>& queues) {
-  storage::ArrayLiteral q;
-  for (const auto& name : queues) q.add(name);
-  return pg::make_params(std::move(q).finish());
+  return pg::make_params(notify_channels(queues));
 }
 
 std::vector<std::string> QueueStorage::Impl::wake_with_commit(const Plan& p) {

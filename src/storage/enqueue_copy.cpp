@@ -82,9 +82,7 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
     const auto& wake = own ? carried : p.notify_queues;
     std::string notify_sql;
     if (!wake.empty()) {
-      storage::ArrayLiteral q;
-      for (const auto& name : wake) q.add(name);
-      const std::string lits[] = {conn.quote_literal(std::move(q).finish())};
+      const std::string lits[] = {conn.quote_literal(notify_channels(wake))};
       notify_sql = storage::bind_literals(notify, lits);
     }
     if (own) {

@@ -74,6 +74,9 @@ struct QueueStorage::Impl {
 
   static pg::Params deferred_params(const Plan& p, std::span<const NewJob> jobs);
 
+  // The `notify` statement's $1: the channel of each queue (notify_channel), as an array
+  // literal.
+  static std::string notify_channels(const std::vector<std::string>& queues);
   static pg::Params notify_params(const std::vector<std::string>& queues);
 
   // A self-committing call's wake-ups (storage/wake_coalescer.hpp): the queues whose

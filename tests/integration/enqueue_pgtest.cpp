@@ -846,6 +846,21 @@ TEST_P(EnqueueModeTest, CommittedEnqueueNotifiesQueueChannelAndRollbackDoesNot) 
   EXPECT_FALSE(conn().wait_notification(100ms).has_value()) << "one notification per queue";
 }
 
+TEST_P(EnqueueModeTest, EnqueueToALongQueueNameNotifiesItsHashedChannel) {
+  // Guards the channel of a queue name past 59 bytes: "awa:#<hash>" (notify_channel), which
+  // the producer computes and a listener on that queue listens to.
+  const std::string queue = schema_ + std::string(80, 'q');
+  const std::string channel = notify_channel(queue);
+  ASSERT_EQ(channel.rfind("awa:#", 0), 0u) << channel;
+  conn().listen(channel);
+  pg::Connection producer = connect_new();
+  enqueue(producer, unkeyed_batch(queue, 2));
+  const auto n = conn().wait_notification(5s);
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->channel, channel);
+  EXPECT_EQ(n->backend_pid, producer.backend_pid());
+}
+
 // --- bad input ---------------------------------------------------------------------------
 
 struct BadCase {

@@ -133,6 +133,24 @@ TEST_F(RoutingTest, SqlHashMatchesTheDesignTestVectors) {
   EXPECT_EQ(r.get<int>(0, 3), 4);
 }
 
+TEST_F(RoutingTest, CppAndSqlAgreeOnNotifyChannels) {
+  // Guards the twin of notify_channel(): the enqueue path notifies the channel the C++ side
+  // computes (sql/queries/enqueue/notify.sql), while promotion, moves and unpausing notify
+  // the SQL function's, and listeners listen on the C++ one. Around the 59-byte switch to
+  // the hashed form, in ASCII and in two-byte UTF-8.
+  std::vector<std::string> queues = {"a", "default", "emails.high-priority"};
+  for (const int n : {58, 59, 60, 61, 200}) queues.emplace_back(static_cast<std::size_t>(n), 'q');
+  std::string umlauts;
+  while (umlauts.size() < 60) umlauts += "\xc3\xbc";  // 60 bytes, 30 characters
+  queues.push_back(umlauts);
+  queues.push_back(umlauts.substr(0, 58));
+  for (const auto& q : queues) {
+    const std::string sql(conn().query("SELECT notify_channel($1)", q).text(0, 0));
+    EXPECT_EQ(sql, notify_channel(q)) << q.size() << "-byte queue name";
+    EXPECT_LE(sql.size(), 63u) << "longer than a PostgreSQL identifier";
+  }
+}
+
 TEST_F(RoutingTest, SqlRejectsShardCountsOutsideOneToSixtyFour) {
   // Guards the SQL side of the 1..64 range: 22023, like the C++ InvalidArgument.
   for (const int bad : {0, 65}) {
