@@ -91,7 +91,7 @@ class Connection {
   Result exec_prepared(const std::string& name, const Params& params,
                        Format format = Format::kText);
   Result exec_cached(std::string_view sql, const Params& params, Format format = Format::kText);
-  // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit FNV-1a hash.
+  // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit hash of it.
   static std::string cached_statement_name(std::string_view sql);
   // Prepares `sql` under cached_statement_name() unless already done; returns the name.
   std::string ensure_prepared(std::string_view sql);
