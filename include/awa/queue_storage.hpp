@@ -6,27 +6,41 @@
 //
 // Enqueue calls work in two modes:
 //   - inside a transaction the caller opened on `conn` (transactional enqueue): the jobs
-//     become visible when the caller commits and vanish if it rolls back;
-//   - otherwise self-committing: the call is one atomic transaction of its own.
+//     become visible when the caller commits and vanish if it rolls back. The call writes
+//     them to a staging table only; the caller's commit places them in their lanes (a
+//     deferred trigger: routing with the shard count of that moment, every lane of the
+//     transaction reserved at once in the global lock order, then the queues' NOTIFY).
+//     INSERT and COPY calls behave alike here (COPY pays only for large self-committing
+//     batches);
+//   - otherwise self-committing: the call is one atomic transaction of its own, which
+//     reserves its lanes in the global lock order, writes and commits.
 // They validate every job first (InvalidArgument, nothing written) and return the job
 // ids in input order.
 //
+// What holds for concurrent transactions: no sequence of enqueue calls — any number per
+// transaction, from any number of processes, keyed and unkeyed, C++ and the SQL functions
+// mixed — can deadlock on lane locks (no 40P01 from lanes), because a transaction takes
+// all its lane locks at one point (its commit, or its only statement) in ascending
+// (queue, priority, enqueue_shard) order and then waits for no other lock. Within a lane,
+// a transaction's jobs keep their call order and transactions follow in commit order.
+// Until the caller commits, its own reads of the queue do not show the jobs.
+//
 // Unique jobs (InsertOpts::unique) take a separate, simpler path: one insert_job_compat
 // statement each, which claims the job's unique key and enqueues only when no equal job
-// holds it. In a call with both kinds the unique jobs go first (before any lane lock of
-// the call is taken), then the others through the usual path; the ids stay in input
-// order, a duplicate's being the existing job's id. Lock order: a transaction that
-// inserts several unique jobs, or a unique job after other jobs, can deadlock with a
-// transaction doing the same in another order (PostgreSQL aborts one with 40P01: retry
-// the transaction); one unique job per transaction, first, cannot.
+// holds it. In a call with both kinds the unique jobs go first, then the others; the ids
+// stay in input order, a duplicate's being the existing job's id. A claimed key's row
+// stays locked until commit: two transactions that claim the same keys in opposite orders
+// (in separate calls) can deadlock on those rows (PostgreSQL aborts one with 40P01: retry
+// the transaction); one call claims its keys in key order.
 //
-// Routing: within one call, rows without an ordering_key share one rotor pick per
-// (queue, priority), so a 500-row batch reserves one contiguous lane_seq range on one lane
-// and issues one INSERT; the rotor advances per pick so successive calls spread over the
-// shards, and a pick that lands on a lane another call of this store is writing right now
-// takes the next shard none is writing (two calls on one lane would wait for each other's
-// commit). Rows with an ordering_key go to shard_for_ordering_key(key, S). Lanes are
-// reserved in ascending (queue, priority, enqueue_shard) order — the global lock order.
+// Routing (self-committing calls): within one call, rows without an ordering_key share
+// one rotor pick per (queue, priority), so a 500-row batch reserves one contiguous
+// lane_seq range on one lane and issues one INSERT; the rotor advances per pick so
+// successive calls spread over the shards, and a pick that lands on a lane another call of
+// this store is writing right now takes the next shard none is writing (two calls on one
+// lane would wait for each other's commit). Rows with an ordering_key go to
+// shard_for_ordering_key(key, S). Inside a caller's transaction the commit routes the same
+// way, with one pick per (queue, priority) for the whole transaction.
 #pragma once
 
 #include <atomic>

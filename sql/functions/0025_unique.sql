@@ -121,7 +121,16 @@ BEGIN
         FROM {schema}.unique_keys u WHERE u.key = p_key
         FOR UPDATE;
         IF FOUND THEN
-            SELECT s.state INTO v_state FROM {schema}.job_states(v_holder) s;
+            -- A holder this transaction enqueued is still staged (placed at commit,
+            -- 0032_enqueue_staging.sql), where job_states cannot see it: it is available.
+            -- Another transaction's staged holder cannot be met here: the row lock above
+            -- waited for that transaction to end, and its commit placed the job.
+            IF EXISTS (SELECT 1 FROM {schema}.enqueue_staging g
+                       WHERE g.xact = pg_current_xact_id() AND g.job_id = v_holder) THEN
+                v_state := 'available';
+            ELSE
+                SELECT s.state INTO v_state FROM {schema}.job_states(v_holder) s;
+            END IF;
             IF v_state = ANY (v_states) THEN
                 RETURN QUERY SELECT v_holder, true, v_state;
                 RETURN;

@@ -26,24 +26,22 @@
 --     ordering_key mean none (AWA's defaults for metadata and tags are '{}' and an empty
 --     array).
 --   - it returns one row describing the job (id, kind, queue, args, state, priority,
---     attempt, max_attempts, run_at, created_at, metadata, tags, ordering_key, and for an
---     available job its enqueue_shard and lane_seq, and duplicate), not AWA's jobs row
---     type: SELECT id FROM insert_job_compat(...).
+--     attempt, max_attempts, run_at, created_at, metadata, tags, ordering_key,
+--     enqueue_shard and lane_seq, and duplicate), not AWA's jobs row type:
+--     SELECT id FROM insert_job_compat(...). enqueue_shard and lane_seq are NULL: they
+--     are assigned when the transaction commits (see below).
 -- Every refusal happens before anything is written, and the statement's error rolls
 -- back the rest.
 --
--- Lock-order rule for several calls in one transaction (docs/api.md, tested in
--- insert_job_compat_pgtest.cpp): each call reserves one lane and holds its lock to
--- commit. Unkeyed calls for the same (queue, priority) stick to one shard for the rest of
--- the transaction, so any number of them touch a single lane and cannot deadlock with one
--- another. Calls that touch several lanes (several queues or priorities, or ordering keys
--- on different shards) must come in ascending (queue, priority) order with keys in
--- ascending shard order — or use insert_jobs_compat(), which sorts the lanes itself.
--- Otherwise two such transactions may deadlock, and PostgreSQL aborts one with 40P01.
--- A unique call also holds its key's row lock to commit, before its lane lock: put
--- unique calls first in the transaction, in a fixed order; even then their lanes may meet
--- another producer's in the other order (40P01). The C++ producer's insert_many claims a
--- call's keys first and writes all its lanes in order (docs/scheduling.md).
+-- Several calls in one transaction (docs/api.md, tested in enqueue_tx_pgtest.cpp): an
+-- available job is staged (enqueue_staging) and placed in its lane when the transaction
+-- commits, all of the transaction's lanes at once in the global lock order
+-- (place_staged_jobs, 0032_enqueue_staging.sql). So any sequence of calls — several
+-- queues, priorities, ordering keys, mixed with the C++ producer's calls — cannot
+-- deadlock with other producers on lane locks, and all unkeyed rows of one
+-- (queue, priority) in a transaction share one lane. A unique call holds its key's row
+-- lock to commit: two transactions that claim the same keys in opposite orders can still
+-- deadlock on those rows (40P01), as with any two row locks; claim keys in a fixed order.
 
 -- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
 -- returning bigint), and the one before p_unique. Dropped, since their defaults would make
@@ -88,12 +86,6 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_id     bigint;
-    v_shards integer;
-    v_shard  integer;
-    v_sticky text;
-    v_guc    text;
-    v_seq    bigint;
-    v_slot   smallint;
     v_run_at timestamptz;
     v_now    timestamptz := now();
     v_spec   record;
@@ -162,38 +154,18 @@ BEGIN
         RETURN;
     END IF;
 
-    v_shards := {schema}.queue_shard_count(p_queue);
-    IF v_shards = 1 THEN
-        v_shard := 0;
-    ELSIF p_ordering_key IS NOT NULL THEN
-        v_shard := {schema}.shard_for_ordering_key(p_ordering_key, v_shards);
-    ELSE
-        -- The rotor pick is kept for the transaction (a transaction-local setting), so all
-        -- unkeyed rows of this (queue, priority) in one transaction share one lane.
-        v_guc := 'awa_compat.s' || md5(current_schema() || '{schema}' || p_queue || ':' || p_priority);
-        v_sticky := current_setting(v_guc, true);
-        IF v_sticky IS NULL OR v_sticky = '' THEN
-            v_shard := (nextval('{schema}.compat_rotor') % v_shards)::integer;
-            PERFORM set_config(v_guc, v_shard::text, true);
-        ELSE
-            v_shard := v_sticky::integer;
-        END IF;
-    END IF;
-
+    -- Staged: the lane is reserved, and enqueue_shard and lane_seq assigned, when the
+    -- transaction commits (place_staged_jobs, 0032_enqueue_staging.sql), so any number
+    -- of calls in one transaction cannot deadlock with other producers on lane locks.
+    -- The commit also sends the queue's NOTIFY.
     v_run_at := coalesce(p_run_at, v_now);
-    SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
-    FROM {schema}.reserve_lane_range(p_queue, p_priority, v_shard, 1) r;
-    INSERT INTO {schema}.ready_entries
-        (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
-         max_attempts, run_at, created_at, ordering_key, metadata, tags)
-    VALUES (v_slot,
-            p_queue, p_priority, v_shard, v_seq, v_id, p_kind, p_args,
-            p_max_attempts, v_run_at, v_now, p_ordering_key, p_metadata, p_tags);
-    PERFORM pg_notify({schema}.notify_channel(p_queue), '');
+    INSERT INTO {schema}.enqueue_staging
+        (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
+         ordering_key, metadata, tags)
+    VALUES (v_id, p_queue, p_priority, p_kind, p_args, p_max_attempts, v_run_at, v_now,
+            p_ordering_key, p_metadata, p_tags);
     state := 'available';
     run_at := v_run_at;
-    enqueue_shard := v_shard;
-    lane_seq := v_seq;
 END
 $$;
 
@@ -201,17 +173,12 @@ $$;
 --   {"kind": text, "args": json, "queue": text, "priority": int, "max_attempts": int,
 --    "run_at": timestamptz, "ordering_key": text (its UTF-8 bytes are the key),
 --    "metadata": json, "tags": [text]}
--- (only "kind" is required). Returns the job ids in input order. Lanes are reserved in
--- ascending (queue, priority, enqueue_shard) order, one reservation per lane, so any two
--- such calls are deadlock-free against each other and against the C++ producer.
+-- (only "kind" is required). Returns the job ids in input order. The available rows are
+-- staged like insert_job_compat's and placed at commit, one reservation per lane.
 CREATE OR REPLACE FUNCTION {schema}.insert_jobs_compat(p_jobs jsonb)
 RETURNS TABLE (ord bigint, job_id bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
-DECLARE
-    v_lane record;
-    v_seq  bigint;
-    v_slot smallint;
 BEGIN
     IF p_jobs IS NULL OR jsonb_typeof(p_jobs) <> 'array' THEN
         RAISE EXCEPTION 'insert_jobs_compat expects a JSON array of jobs' USING ERRCODE = '22023';
@@ -220,7 +187,7 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS awa_compat_batch (
         ord bigint, job_id bigint, kind text, args jsonb, queue text, priority integer,
         max_attempts integer, run_at timestamptz, ordering_key bytea, metadata jsonb,
-        tags text[], deferred boolean, shard integer) ON COMMIT DROP;
+        tags text[], deferred boolean) ON COMMIT DROP;
     TRUNCATE awa_compat_batch;
 
     INSERT INTO awa_compat_batch (ord, job_id, kind, args, queue, priority, max_attempts, run_at,
@@ -244,37 +211,16 @@ BEGIN
     FROM awa_compat_batch b WHERE b.run_at > now();
     UPDATE awa_compat_batch b SET deferred = coalesce(b.run_at > now(), false);
 
-    -- Shards: keyed rows by hash; unkeyed rows of one (queue, priority) by one rotor pick.
-    UPDATE awa_compat_batch b
-    SET shard = CASE WHEN s.shards = 1 THEN 0
-                     WHEN b.ordering_key IS NOT NULL THEN {schema}.shard_for_ordering_key(b.ordering_key, s.shards)
-                     ELSE s.pick END
-    FROM (SELECT q.queue, q.priority, {schema}.queue_shard_count(q.queue) AS shards,
-                 (nextval('{schema}.compat_rotor') % {schema}.queue_shard_count(q.queue))::integer AS pick
-          FROM (SELECT DISTINCT queue, priority FROM awa_compat_batch WHERE NOT deferred) q) s
-    WHERE s.queue = b.queue AND s.priority = b.priority AND NOT b.deferred;
-
-    FOR v_lane IN
-        SELECT b.queue, b.priority, b.shard, count(*) AS n
-        FROM awa_compat_batch b
-        WHERE NOT b.deferred
-        GROUP BY b.queue, b.priority, b.shard
-        ORDER BY b.queue COLLATE "C", b.priority, b.shard
-    LOOP
-        SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
-        FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
-        INSERT INTO {schema}.ready_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
-             max_attempts, run_at, created_at, ordering_key, metadata, tags)
-        SELECT v_slot,
-               b.queue, b.priority, b.shard, v_seq + row_number() OVER (ORDER BY b.ord) - 1,
-               b.job_id, b.kind, b.args, b.max_attempts, coalesce(b.run_at, now()), now(),
-               b.ordering_key, b.metadata, b.tags
-        FROM awa_compat_batch b
-        WHERE b.queue = v_lane.queue AND b.priority = v_lane.priority AND b.shard = v_lane.shard
-          AND NOT b.deferred;
-        PERFORM pg_notify({schema}.notify_channel(v_lane.queue), '');
-    END LOOP;
+    -- Staged in input order (job ids were taken in it): placed, routed and notified at
+    -- commit, like insert_job_compat's rows. One trigger event per call.
+    INSERT INTO {schema}.enqueue_staging
+        (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
+         ordering_key, metadata, tags, fires)
+    SELECT b.job_id, b.queue, b.priority, b.kind, b.args, b.max_attempts,
+           coalesce(b.run_at, now()), now(), b.ordering_key, b.metadata, b.tags,
+           b.job_id = min(b.job_id) OVER ()
+    FROM awa_compat_batch b
+    WHERE NOT b.deferred;
 
     RETURN QUERY
     SELECT b.ord, b.job_id FROM awa_compat_batch b ORDER BY b.ord;

@@ -5,8 +5,9 @@
 --
 -- {producer}: enqueue only. The C++ producer (src/storage/enqueue*.cpp, sql/queries/enqueue)
 --   reads queue_meta's shard counts, INSERTs (or COPYs) into ready_entries and
---   deferred_jobs, takes job ids from job_ids, and reserves lanes through ensure_lane and
---   reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql). Its
+--   deferred_jobs (inside a caller's transaction into enqueue_staging instead, whose
+--   commit trigger place_staged_jobs is SECURITY DEFINER), takes job ids from job_ids,
+--   and reserves lanes through ensure_lane and reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql). Its
 --   one-job path (sql/queries/enqueue/insert_one.sql: a self-committing insert of one job
 --   to a lane it has seen) does in one plain statement what reserve_lane_range does, so
 --   it reads the lane heads' key columns and the queue ring's ledger, advances the lane
@@ -51,7 +52,7 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA {schema} FROM PUBLIC;
 
 -- Producer.
 GRANT SELECT ON {schema}.queue_meta TO {producer};
-GRANT INSERT ON {schema}.ready_entries, {schema}.deferred_jobs TO {producer};
+GRANT INSERT ON {schema}.ready_entries, {schema}.deferred_jobs, {schema}.enqueue_staging TO {producer};
 GRANT SELECT (lane_seq, job_id) ON {schema}.ready_entries TO {producer};
 GRANT USAGE ON SEQUENCE {schema}.job_ids, {schema}.compat_rotor TO {producer};
 GRANT SELECT (queue, priority, enqueue_shard, lane_id, seq) ON {schema}.queue_enqueue_heads TO {producer};

@@ -35,6 +35,10 @@
 --    so the producer needs no privilege on unique_keys or on any table job_states
 --    reads, and learns only a holder's id and state. Every other function acts with the
 --    caller's privileges, so a role without them gets SQLSTATE 42501.
+--    place_staged_jobs (0032_enqueue_staging.sql), the commit trigger that moves a
+--    transaction's staged jobs into their lanes, is SECURITY DEFINER too: the producer
+--    holds INSERT on enqueue_staging only, and cannot read other transactions' pending
+--    jobs. It uses no temporary table.
 DO $awa_settings$
 DECLARE
     f record;
@@ -47,7 +51,7 @@ BEGIN
         WHERE p.pronamespace = '{schema}'::regnamespace AND p.prokind = 'f'
     LOOP
         IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key',
-                         'set_unique_key_holders') THEN
+                         'set_unique_key_holders', 'place_staged_jobs') THEN
             IF NOT f.prosecdef THEN
                 EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
             END IF;

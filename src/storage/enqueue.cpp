@@ -61,6 +61,7 @@ QueueStorage::Impl::Impl(StorageOptions o)
   insert_deferred = r("queries/enqueue/insert_deferred.sql");
   notify = r("queries/enqueue/notify.sql");
   shard_counts = r("queries/enqueue/shard_counts.sql");
+  stage = r("queries/enqueue/stage.sql");
 }
 
 void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
@@ -263,34 +264,87 @@ void QueueStorage::Impl::count_created(const LaneBatch& lane, bool created) {
   (lane.uncached ? creations : repairs).fetch_add(1, std::memory_order_relaxed);
 }
 
+std::vector<JobId> QueueStorage::Impl::insert_staged(pg::Connection& conn,
+                                                     std::span<const NewJob> jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) storage::validate_job(jobs[i], i);
+  Plan p;  // only `deferred` is used
+  std::vector<std::size_t> due;
+  const auto now = std::chrono::system_clock::now();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto& run_at = jobs[i].opts.run_at;
+    (run_at && *run_at > now ? p.deferred : due).push_back(i);
+  }
+  pg::Pipeline pipe = conn.pipeline();
+  if (!due.empty()) {
+    storage::ArrayLiteral queues, prios, kinds, args, attempts, run_at, keys, meta, tags;
+    for (const auto i : due) {
+      const auto& j = jobs[i];
+      queues.add(j.opts.queue);
+      prios.add(static_cast<std::int64_t>(j.opts.priority));
+      kinds.add(j.kind);
+      args.add(j.args_json);
+      attempts.add(static_cast<std::int64_t>(j.opts.max_attempts));
+      if (j.opts.run_at) {
+        run_at.add(storage::timestamp_literal(*j.opts.run_at));
+      } else {
+        run_at.add_null();
+      }
+      storage::add_optional_columns(j, keys, meta, tags);
+    }
+    pipe.add_cached(stage, pg::make_params(std::move(queues).finish(), std::move(prios).finish(),
+                                           std::move(kinds).finish(), std::move(args).finish(),
+                                           std::move(attempts).finish(), std::move(run_at).finish(),
+                                           std::move(keys).finish(), std::move(meta).finish(),
+                                           std::move(tags).finish()));
+  }
+  if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
+  const auto results = pipe.run();
+
+  std::vector<JobId> ids(jobs.size(), 0);
+  std::size_t next = 0;
+  if (!due.empty()) {
+    const auto& res = results[next++];
+    if (static_cast<std::size_t>(res.rows()) != due.size()) {
+      throw Error(
+          fmt::format("enqueue: staging returned {} rows for {} jobs", res.rows(), due.size()));
+    }
+    for (std::size_t r = 0; r < due.size(); ++r) {
+      ids[due[r]] = res.get<std::int64_t>(static_cast<int>(r), 0);
+    }
+  }
+  if (!p.deferred.empty()) {
+    const auto& res = results[next];
+    for (int r = 0; r < res.rows(); ++r) {
+      ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
+    }
+  }
+  std::map<std::string_view, std::uint64_t> per_queue;
+  for (const auto& j : jobs) ++per_queue[j.opts.queue];
+  auto& family = metrics::engine().job_enqueued;
+  for (const auto& [queue, n] : per_queue) family.with({queue}).inc(n);
+  return ids;
+}
+
 std::vector<JobId> QueueStorage::Impl::insert_many(pg::Connection& conn,
                                                    std::span<const NewJob> jobs) {
   std::vector<JobId> ids(jobs.size(), 0);
   if (jobs.empty()) return ids;
+  if (conn.in_transaction()) return insert_staged(conn, jobs);
   const Plan p = plan(conn, jobs);
-
-  const bool own = !conn.in_transaction();
-  if (own) {
-    if (const auto id = insert_one(conn, p, jobs)) return {*id};
-  }
+  if (const auto id = insert_one(conn, p, jobs)) return {*id};
   pg::Pipeline pipe = conn.pipeline();
   for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
   if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
-  std::vector<std::string> carried;
-  if (own) {
-    carried = add_wake(pipe, p);
-  } else if (!p.notify_queues.empty()) {
-    pipe.add_cached(notify, notify_params(p.notify_queues));
-  }
+  const std::vector<std::string> carried = add_wake(pipe, p);
   std::vector<pg::Result> results;
   try {
     results = pipe.run();
   } catch (...) {
     // Its NOTIFY segment may not have run (a broken connection): count it as not sent.
-    if (own) wakes.forget(carried);
+    wakes.forget(carried);
     throw;
   }
-  if (own) wake_after_commit(conn, p, carried, pipe.best_effort_errors());
+  wake_after_commit(conn, p, carried, pipe.best_effort_errors());
 
   for (std::size_t l = 0; l < p.lanes.size(); ++l) {
     const auto& lane = p.lanes[l];

@@ -6,8 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/copy.hpp"
@@ -41,11 +39,9 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
                                                         std::span<const NewJob> jobs) {
   std::vector<JobId> ids(jobs.size(), 0);
   if (jobs.empty()) return ids;
-  const bool own = !conn.in_transaction();
+  if (conn.in_transaction()) return insert_staged(conn, jobs);
   const Plan p = plan(conn, jobs);
-  if (own) {
-    if (const auto id = insert_one(conn, p, jobs)) return {*id};
-  }
+  if (const auto id = insert_one(conn, p, jobs)) return {*id};
   std::vector<storage::CopyPayload> payloads;
   payloads.reserve(p.lanes.size());
   for (const auto& lane : p.lanes)
@@ -57,14 +53,14 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
   try {
     std::size_t first = 0;  // index of the first lane's reservation in the script
     std::string script;
-    if (own && !p.deferred.empty()) conn.exec("BEGIN");
+    if (!p.deferred.empty()) conn.exec("BEGIN");
     if (!p.deferred.empty()) {
       // No lane lock involved: before the script, so outside the lane-lock window.
       const auto res = conn.exec_cached(insert_deferred, deferred_params(p, jobs));
       for (int r = 0; r < res.rows(); ++r) {
         ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
       }
-    } else if (own) {
+    } else {
       script += "BEGIN;\n";
       first = 1;
     }
@@ -78,20 +74,12 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
       script += ";\n";
     }
     std::size_t strict = first + 2 * p.lanes.size();
-    if (own) carried = wake_with_commit(p);
-    const auto& wake = own ? carried : p.notify_queues;
-    std::string notify_sql;
-    if (!wake.empty()) {
-      const std::string lits[] = {conn.quote_literal(notify_channels(wake))};
-      notify_sql = storage::bind_literals(notify, lits);
-    }
-    if (own) {
-      script += "COMMIT;\n";
-      ++strict;  // a NOTIFY failure after the COMMIT is only a warning (see notify)
-      script += notify_sql;
-    } else if (!notify_sql.empty()) {
-      script += notify_sql;
-      ++strict;
+    script += "COMMIT;\n";
+    ++strict;  // a NOTIFY failure after the COMMIT is only a warning (see notify)
+    carried = wake_with_commit(p);
+    if (!carried.empty()) {
+      const std::string lits[] = {conn.quote_literal(notify_channels(carried))};
+      script += storage::bind_literals(notify, lits);
     }
 
     std::vector<pg::Result> reserved(p.lanes.size());
@@ -127,8 +115,8 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
         });
   } catch (...) {
     // The script stops at its error: the NOTIFY counted as sent was not.
-    if (own) wakes.forget(carried);
-    if (own && conn.ok() && conn.in_transaction()) {
+    wakes.forget(carried);
+    if (conn.ok() && conn.in_transaction()) {
       try {
         conn.exec("ROLLBACK");
       } catch (const Error&) {  // the original error is the one worth reporting
@@ -136,13 +124,9 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
     }
     throw;
   }
-  if (own) {
-    std::vector<std::string> errors;
-    if (late_error) errors.push_back(std::move(*late_error));
-    wake_after_commit(conn, p, carried, errors);
-  } else if (late_error) {
-    spdlog::warn("enqueue committed but NOTIFY failed (workers will poll): {}", *late_error);
-  }
+  std::vector<std::string> errors;
+  if (late_error) errors.push_back(std::move(*late_error));
+  wake_after_commit(conn, p, carried, errors);
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
   remember_lanes(p);
   count_enqueued(p, jobs);

@@ -116,6 +116,16 @@ struct QueueStorage::Impl {
 
   std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs);
 
+  // Any insert inside the caller's transaction (INSERT and COPY alike): the due rows go to
+  // enqueue_staging in one statement and are placed in their lanes, routed and notified
+  // when the caller commits (place_staged_jobs), every lane of the transaction at once in
+  // the global lock order; scheduled rows go to deferred_jobs as usual. Reserving lanes
+  // per call instead let two transactions with several calls each take lanes in crossing
+  // order and deadlock. Nothing here takes a lane lock, so the rotor and BusyLanes do not
+  // apply: the commit picks one shard per (queue, priority) for all of the
+  // transaction's unkeyed rows.
+  std::vector<JobId> insert_staged(pg::Connection& conn, std::span<const NewJob> jobs);
+
   // The COPY path. The rows of every lane are encoded (binary COPY) before anything is
   // sent; then one script (pg::run_script, simple query protocol) reserves each lane in
   // ascending order and COPYs its rows, and, for a self-committing call, commits and
@@ -148,7 +158,7 @@ struct QueueStorage::Impl {
   // transaction still gets the NOTIFY inside it, since only its commit makes the rows
   // visible. A failure there loses only a wake-up (workers also poll); reporting it as a
   // failed enqueue would invite a duplicate, so it is logged.
-  std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts;
+  std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts, stage;
 
   std::atomic<std::uint16_t> rotor{0};
   storage::BusyLanes busy;  // the lanes of the calls in flight; the rotor steps past them

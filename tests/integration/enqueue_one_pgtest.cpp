@@ -15,6 +15,7 @@
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
+#include "producer_support.hpp"
 #include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
@@ -110,24 +111,25 @@ TEST_F(EnqueueOneTest, AnOrderingKeyAndNoRunAtAreStoredLikeTheGeneralPath) {
 TEST_F(EnqueueOneTest, HoldsTheLaneLockToCommitLikeAReservation) {
   // ADR-025's visibility argument needs the lane lock before the lane's next value and
   // until commit: a one-job insert behind an open transaction on its lane must wait for it
-  // and come after it.
+  // (seen waiting on the advisory lock in pg_locks) and come after it.
   insert(NewJob("seed", {}, on_queue("lock")));
   pg::Connection holder = connect_new();
   pg::Transaction tx(holder);
+  // The holder's job is placed at the end of its statement instead of at its commit, so it
+  // holds the lane from its call to its commit.
+  holder.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");
   const JobId held = insert(holder, NewJob("held", {}, on_queue("lock")));
 
-  std::atomic<bool> done{false};
-  JobId waiter = 0;
   pg::Connection producer = connect_new();
-  std::thread t([&] {
-    waiter = insert(producer, NewJob("waiter", {}, on_queue("lock")));
-    done = true;
-  });
-  std::this_thread::sleep_for(300ms);
-  const bool finished_early = done.load();
+  const int pid = producer.backend_pid();
+  BackgroundCall<JobId> call(
+      pid, [&] { return insert(producer, NewJob("waiter", {}, on_queue("lock"))); });
+  ASSERT_TRUE(eventually([&] { return waits_for_advisory_lock(conn(), pid); }))
+      << "the one-job insert did not wait for the lane lock";
+  EXPECT_FALSE(call.finishes_within(0ms)) << "the one-job insert finished while the lane was held";
   tx.commit();
-  t.join();
-  EXPECT_FALSE(finished_early) << "the one-job insert did not wait for the lane lock";
+  ASSERT_TRUE(call.finishes_within(10s)) << "the one-job insert still waits after the commit";
+  const JobId waiter = call.get();
   EXPECT_EQ(one_job_writes(), 1u) << "the waiter took the one-job path";
   const auto r = conn().query(
       "SELECT (SELECT lane_seq FROM ready_entries WHERE job_id = $1),"
@@ -160,11 +162,12 @@ TEST_F(EnqueueOneTest, FollowsTheQueueRingAfterARotation) {
 }
 
 TEST_F(EnqueueOneTest, ALaneMissingFromTheDatabaseFallsBackToTheRepairingPath) {
-  {  // The lane is created and cached inside a transaction that rolls back.
-    pg::Transaction tx(conn());
-    insert(NewJob("gone", {}, on_queue("vanish")));
-    tx.rollback();
-  }
+  // The lane is created and cached, then removed by hand (calls inside a caller's
+  // transaction cache no lane, so a rollback can no longer leave one cached).
+  insert(NewJob("gone", {}, on_queue("vanish")));
+  conn().exec("DELETE FROM ready_entries WHERE queue = 'vanish'");
+  conn().exec("DELETE FROM queue_claim_heads WHERE queue = 'vanish'");
+  conn().exec("DELETE FROM queue_enqueue_heads WHERE queue = 'vanish'");
   const auto before = store_->stats();
   const JobId id = insert(NewJob("again", {}, on_queue("vanish")));
   const auto after = store_->stats();

@@ -254,6 +254,9 @@ TEST_P(EnqueueModeTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
+  // A's jobs are placed at the end of its statement instead of at its commit, so A holds
+  // the lane from its call to its commit: the window in which the lane lock must hold.
+  a.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");
   const auto a_ids = enqueue(a, unkeyed_batch(q, 3, 1));
   std::vector<std::int64_t> a_seqs;
   for (const auto id : a_ids) a_seqs.push_back(ready_row(a, id).lane_seq);
@@ -290,6 +293,7 @@ TEST_P(EnqueueModeTest, LaterProducerOnSameLaneFollowsCommittedEarlierProducer) 
   pg::Connection a = connect_new();
   pg::Connection b = connect_new();
   pg::Transaction tx(a);
+  a.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // A holds the lane until commit
   const auto a_ids = enqueue(a, unkeyed_batch(q, 2, 1));
   const auto b_jobs = unkeyed_batch(q, 1, 2);
   const int b_pid = b.backend_pid();
@@ -493,15 +497,17 @@ TEST_F(EnqueueTest, ConcurrentProducersLoseNothingAndKeepLaneSeqsUnique) {
 
 // --- the lane cache ----------------------------------------------------------------------
 
-TEST_P(EnqueueModeTest, CachedLaneWhoseCreationRolledBackIsRepaired) {
+TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
   // Guards the lane cache's self-repair (ADR-025 "rollback-recovery retry path"): a lane
-  // created and cached inside a transaction that rolls back is gone, and the next insert
-  // recreates it instead of failing.
+  // the store has cached but that no longer exists is recreated by the next insert instead
+  // of failing. (Calls inside a caller's transaction reserve no lane and cache none, so a
+  // rolled-back transaction no longer leaves a cached lane behind; a lane removed by hand
+  // still can.)
   {
-    pg::Transaction tx(conn());
-    enqueue(unkeyed_batch("fresh", 2));
-    EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue = 'fresh'"), 1);
-    tx.rollback();
+    enqueue(unkeyed_batch("fresh", 2, 9));  // creates and caches the lane
+    conn().exec("DELETE FROM ready_entries WHERE queue = 'fresh'");
+    conn().exec("DELETE FROM queue_claim_heads WHERE queue = 'fresh'");
+    conn().exec("DELETE FROM queue_enqueue_heads WHERE queue = 'fresh'");
   }
   EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue = 'fresh'"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM queue_claim_heads WHERE queue = 'fresh'"), 0);
