@@ -42,6 +42,7 @@
 #include "processes.hpp"
 #include "producers.hpp"
 #include "sql_files.hpp"
+#include "sql_producers.hpp"
 
 namespace chaos {
 namespace {
@@ -61,6 +62,8 @@ struct Options {
   std::uint64_t seed = 1;
   int workers = 3;
   int producers = 3;
+  int sql_producers = 1;
+  std::string sql_producer_script;
   double rate = 20.0;
   int max_faults = 40;
   int drain_seconds = 60;
@@ -408,6 +411,10 @@ int Harness::run() {
   for (std::size_t i = 0; i < slots_.size(); ++i) spawn_worker(i);
   Producers producers({o_.url, o_.queue, o_.producers, o_.rate, o_.seed});
   producers.start();
+  SqlProducers sql_producers({o_.sql_producer_script, o_.url, o_.queue, o_.producers,
+                              o_.sql_producer_script.empty() ? 0 : o_.sql_producers, o_.rate,
+                              o_.seed, o_.log_dir});
+  sql_producers.start();
 
   const auto schedule = plan(o_, rng_);
   say(fmt::format("{} faults planned", schedule.size()));
@@ -433,13 +440,20 @@ int Harness::run() {
     std::this_thread::sleep_for(milliseconds(20));
   }
   producers.stop();
-  const auto pstats = producers.stats();
+  sql_producers.stop();
+  auto pstats = producers.stats();
+  auto produced = producers.results();
+  const auto from_sql = sql_producers.results(pstats);
+  produced.insert(produced.end(), from_sql.begin(), from_sql.end());
   say(
-      fmt::format("producers stopped: {} jobs committed, {} with an unknown commit outcome, "
-                  "{} transactions rolled back, {} connects",
-                  pstats.committed, pstats.unknown, pstats.rolled_back, pstats.reconnects));
+      fmt::format("producers stopped: {} jobs committed ({} by SQL producers), {} with an "
+                  "unknown commit outcome, {} C++ transactions rolled back, {} C++ connects, "
+                  "{} producer errors",
+                  pstats.committed, from_sql.size(), pstats.unknown, pstats.rolled_back,
+                  pstats.reconnects, pstats.errors));
+  for (const auto& m : pstats.messages) say("PRODUCER ERROR " + m);
 
-  const auto committed = load_ledger(admin(), producers.results());
+  const auto committed = load_ledger(admin(), produced);
   const auto drain_until = Clock::now() + std::chrono::seconds(o_.drain_seconds);
   std::int64_t left = 0;
   for (;;) {
@@ -484,14 +498,18 @@ int Harness::run() {
                   unexpected_exits_, stop_timeouts_, sanitizer, unrecovered));
   for (const auto& p : r.problems) say("VIOLATION " + p);
 
-  const bool ok = r.ok() && unrecovered == 0 && stop_timeouts_ == 0 && sanitizer == 0;
+  const bool ok =
+      r.ok() && unrecovered == 0 && stop_timeouts_ == 0 && sanitizer == 0 && pstats.errors == 0;
   const auto faults = static_cast<std::int64_t>(fault_times_.size());
-  fmt::print("jobs={} lost={} double_finalised={} faults={} max_recovery_s={:.2f}\n", r.jobs,
-             r.lost, r.double_finalised, faults, max_recovery);
+  fmt::print(
+      "jobs={} lost={} double_finalised={} producer_errors={} faults={} "
+      "max_recovery_s={:.2f}\n",
+      r.jobs, r.lost, r.double_finalised, pstats.errors, faults, max_recovery);
   if (!o_.json.empty()) {
     nlohmann::json j = {{"jobs", r.jobs},
                         {"lost", r.lost},
                         {"double_finalised", r.double_finalised},
+                        {"producer_errors", pstats.errors},
                         {"faults", faults},
                         {"max_recovery_s", std::round(max_recovery * 100.0) / 100.0}};
     std::ofstream(o_.json) << j.dump(2) << '\n';
@@ -516,6 +534,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json, "also write the result keys to this JSON file");
   app.add_option("--workers", o.workers, "awa work processes")->capture_default_str();
   app.add_option("--producers", o.producers, "producer threads")->capture_default_str();
+  app.add_option("--sql-producers", o.sql_producers,
+                 "SQL producer processes (Python, psycopg2; with --sql-producer-script)")
+      ->capture_default_str();
+  app.add_option("--sql-producer-script", o.sql_producer_script,
+                 "path of tools/chaos/sql_producer.py (none: no SQL producers)");
   app.add_option("--rate", o.rate, "enqueue transactions per second per producer")
       ->capture_default_str();
   app.add_option("--max-faults", o.max_faults, "cap on injected faults")->capture_default_str();

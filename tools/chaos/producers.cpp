@@ -20,6 +20,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kKeysPerProducer = 4;
 
+// Whether a failure is one the faults cause: the connection was lost or refused, or the
+// server is shutting down, restarting or recovering.
+bool caused_by_fault(const std::exception& e) {
+  if (dynamic_cast<const awa::ConnectionError*>(&e) != nullptr) return true;
+  const auto* err = dynamic_cast<const awa::Error*>(&e);
+  if (err == nullptr) return false;
+  const std::string& state = err->sqlstate();
+  return state.empty() || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0;
+}
+
 // Sleeps up to `d`, returning early when `stop` is set.
 void nap(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
   const auto until = Clock::now() + d;
@@ -61,6 +71,9 @@ ProducerStats Producers::stats() const {
     total.unknown += s.unknown;
     total.rolled_back += s.rolled_back;
     total.reconnects += s.reconnects;
+    total.errors += s.errors;
+    for (const auto& m : s.messages)
+      if (total.messages.size() < 10) total.messages.push_back(m);
   }
   return total;
 }
@@ -91,14 +104,10 @@ void Producers::run(int index) {
       }
     }
 
-    // The mix: keyed and unkeyed noop, a batch of three in one transaction, jobs that
-    // retry then succeed (flaky), jobs that exhaust their attempts (fail), slow jobs
-    // (sleep, long enough to be caught running by a fault).
-    std::vector<awa::NewJob> batch;
-    std::vector<ProducedJob> meta;
-    const double pick = unit(rng);
-    const int jobs_in_txn = pick < 0.10 ? 3 : 1;
-    for (int j = 0; j < jobs_in_txn; ++j) {
+    // The mix, per job: keyed and unkeyed noop, jobs that retry then succeed (flaky), jobs
+    // that exhaust their attempts (fail), slow jobs (sleep, long enough to be caught running
+    // by a fault). Per transaction: one to four calls of one to three jobs each.
+    const auto make = [&]() {
       ProducedJob pj;
       pj.producer = index;
       pj.seq = ++seq;
@@ -108,11 +117,10 @@ void Producers::run(int index) {
       opts.queue = options_.queue;
       opts.max_attempts = 5;
       bool keyed = false;
-      if (pick < 0.10) {
+      const double pick = unit(rng);
+      if (pick < 0.55) {
         pj.kind = "noop";
-      } else if (pick < 0.55) {
-        pj.kind = "noop";
-        keyed = true;
+        keyed = pick < 0.35;
       } else if (pick < 0.72) {
         pj.kind = "noop";
       } else if (pick < 0.82) {
@@ -134,29 +142,50 @@ void Producers::run(int index) {
             fmt::format("p{}-k{}", index, static_cast<int>(unit(rng) * kKeysPerProducer));
         opts.ordering_key = pj.ordering_key;
       }
-      batch.emplace_back(pj.kind, args, opts);
-      meta.push_back(std::move(pj));
+      return std::make_pair(awa::NewJob(pj.kind, args, opts), std::move(pj));
+    };
+    std::vector<std::vector<awa::NewJob>> calls(1 + static_cast<std::size_t>(unit(rng) * 4));
+    std::vector<ProducedJob> meta;
+    for (auto& call : calls) {
+      const int n = unit(rng) < 0.6 ? 1 : 1 + static_cast<int>(unit(rng) * 3);
+      for (int j = 0; j < n; ++j) {
+        auto [job, pj] = make();
+        call.push_back(std::move(job));
+        meta.push_back(std::move(pj));
+      }
     }
 
     bool committing = false;
     try {
       awa::Transaction tx(*conn);
-      const auto ids = store.insert_many(*conn, std::span<const awa::NewJob>(batch));
-      for (std::size_t k = 0; k < ids.size() && k < meta.size(); ++k) meta[k].job_id = ids[k];
+      std::size_t k = 0;
+      for (const auto& call : calls) {
+        if (call.size() == 1) {
+          meta[k++].job_id = store.insert(*conn, call.front());
+        } else {
+          for (const auto id : store.insert_many(*conn, std::span<const awa::NewJob>(call)))
+            meta[k++].job_id = id;
+        }
+      }
       committing = true;
       tx.commit();
+      st.committed += static_cast<std::int64_t>(meta.size());
       for (auto& m : meta) out.push_back(std::move(m));
-      st.committed += static_cast<std::int64_t>(batch.size());
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       if (committing) {
         // Whatever the error, the COMMIT may have been applied: resolve by marker later.
+        st.unknown += static_cast<std::int64_t>(meta.size());
         for (auto& m : meta) {
           m.commit = CommitState::kUnknown;
           out.push_back(std::move(m));
         }
-        st.unknown += static_cast<std::int64_t>(batch.size());
       } else {
         ++st.rolled_back;
+      }
+      if (!caused_by_fault(e)) {
+        ++st.errors;
+        if (st.messages.size() < 10)
+          st.messages.push_back(fmt::format("producer {}: {}", index, e.what()));
       }
       // A broken or confused session is replaced; a fresh one costs little here.
       conn.reset();

@@ -1,5 +1,12 @@
 // Producer threads: transactional enqueue through the public API (awa::QueueStorage on an
-// awa::Connection) of keyed and unkeyed jobs, through faults.
+// awa::Connection) of keyed and unkeyed jobs, through faults. A transaction makes one to
+// four enqueue calls (insert() and insert_many(), keyed and unkeyed mixed), the way an
+// order handler enqueues one job per line, so lane lock order across calls is exercised.
+//
+// Failures are sorted: a lost connection or a server shutting down (SQLSTATE classes 08
+// and 57P, awa::ConnectionError) is what the faults cause; anything else a producer sees
+// (a 40P01 deadlock, a constraint or data error) is a producer error, counted and kept
+// as a message, and the harness fails on any.
 //
 // A job counts as committed only when its COMMIT returned success. When the COMMIT itself
 // failed (the connection dropped mid-commit, the server crashed) the outcome is unknown:
@@ -45,6 +52,8 @@ struct ProducerStats {
   std::int64_t unknown = 0;      // jobs whose COMMIT outcome is unknown
   std::int64_t rolled_back = 0;  // transactions that failed before COMMIT
   std::int64_t reconnects = 0;
+  std::int64_t errors = 0;            // producer errors: failures the faults do not explain
+  std::vector<std::string> messages;  // the first few producer errors, for the report
 };
 
 class Producers {
