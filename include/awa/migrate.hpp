@@ -5,9 +5,12 @@
 // recorded with a checksum of its text; if an applied migration's text changed since, or
 // the database records a version this build does not know, migrate() refuses with
 // MigrationError and changes nothing. The schema's SQL functions are re-applied whenever
-// their text changed. Everything runs in one transaction under an advisory lock keyed by
-// the schema name, so any number of processes may migrate the same schema at once: one
-// applies, the others wait and then find nothing to do.
+// their text changed, and overloads an older signature left behind are dropped; but a
+// build never replaces the functions of a newer release (a higher function catalogue):
+// it leaves them and runs against them, or refuses with MigrationError when they no
+// longer support this build (docs/upgrading.md). Everything runs in one transaction
+// under an advisory lock keyed by the schema name, so any number of processes may migrate
+// the same schema at once: one applies, the others wait and then find nothing to do.
 //
 // Thread safety: uses only the connection passed in (one thread at a time).
 #pragma once
@@ -24,6 +27,12 @@ struct MigrationReport {
   std::vector<std::string> applied;            // migration file names applied now
   std::vector<std::string> functions_updated;  // function file names (re)applied now
   int version = 0;                             // schema version afterwards
+  // The function catalogue the schema's functions belong to afterwards (0: installed
+  // before catalogues existed).
+  int function_catalogue = 0;
+  // The schema's functions belong to a newer catalogue than this build's, which still
+  // supports it: they were left as they are and this build runs against them.
+  bool newer_functions_kept = false;
 };
 
 // Brings `schema` (default "awa") up to this build's version. Throws InvalidArgument
