@@ -1,19 +1,28 @@
 #include "runtime/completion_batcher.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "pg/pool.hpp"
+#include "runtime_support.hpp"
 #include "storage/store_access.hpp"
-#include "storage_support.hpp"
 
 namespace awa::testing {
 namespace {
 
 class CompletionBatcherTest : public StorageTest {
  protected:
+  void SetUpSchema() override {
+    StorageTest::SetUpSchema();
+    conn_pid_ = conn().exec("SELECT pg_backend_pid()").get<int>(0, 0);
+  }
+
   std::vector<ClaimedEntry> seed_and_claim(int n) {
     std::vector<NewJob> jobs(static_cast<std::size_t>(n),
                              NewJob("w", nlohmann::json::object(), on_queue("cb")));
@@ -22,52 +31,112 @@ class CompletionBatcherTest : public StorageTest {
     o.max_batch = n;
     return storage::consumer(*store_).claim(conn(), "cb", o);
   }
+
+  // Takes, in the open transaction of conn(), the lock close_attempts takes on each claim
+  // batch's attempts: a flush of them waits for this session until it commits.
+  void lock_every_batch() {
+    conn().query(
+        "SELECT pg_advisory_xact_lock(hashtext($1 || ':attempts'), k.key) "
+        "FROM (SELECT DISTINCT attempt_lock_key(batch_id) AS key FROM claim_batches "
+        "ORDER BY 1) k",
+        quoted_schema());
+  }
+
+  // Backends waiting for a lock the session of conn() holds (pg_stat_activity's Lock
+  // waits). Asked on another connection: in conn()'s open transaction pg_stat_activity
+  // would stay the snapshot of its first read.
+  std::int64_t waiting_for_us() {
+    if (!observer_) observer_.emplace(connect_new());
+    const auto r = observer_->query(
+        "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))", conn_pid_);
+    return r.get<std::int64_t>(0, 0);
+  }
+
+  int conn_pid_ = 0;
+  std::optional<pg::Connection> observer_;
 };
 
 TEST_F(CompletionBatcherTest, ConcurrentSubmittersAreWrittenInFewFlushes) {
-  // Group commit: 4,000 completions from 4 threads land exactly once, in batches.
-  const auto claimed = seed_and_claim(4000);
-  ASSERT_EQ(claimed.size(), 4000U);
+  // Group commit: what 4 threads submit while a flush is in flight waits for it, then
+  // goes in full batches, each row exactly once. The flush in flight is pinned: it waits
+  // for this session's lock on the attempts (seen in pg_stat_activity) until every row
+  // is submitted.
+  constexpr std::uint64_t kRows = 4000;
+  constexpr std::uint64_t kMaxBatch = 512;  // CompletionBatcherOptions' default
+  const auto claimed = seed_and_claim(static_cast<int>(kRows));
+  ASSERT_EQ(claimed.size(), kRows);
   pg::Pool pool(test_connect_options(), 2);
   std::atomic<int> completed{0};
+  conn().exec("BEGIN");
+  lock_every_batch();
   {
     runtime::CompletionBatcher batcher(pool, *store_, {},
                                        [&](const Completion&, const CompletionResult& r) {
                                          if (r.state == "completed") ++completed;
                                        });
+    std::atomic<int> done{0};
     std::vector<std::thread> workers;
     for (int w = 0; w < 4; ++w) {
       workers.emplace_back([&, w] {
         for (std::size_t i = static_cast<std::size_t>(w); i < claimed.size(); i += 4) {
           batcher.submit(Completion::of(claimed[i], Outcome::kCompleted));
         }
+        ++done;
       });
     }
+    const bool in_flight = eventually([&] { return waiting_for_us() == 1; }, seconds(30));
+    const bool submitted = eventually([&] { return done.load() == 4; }, seconds(30));
+    conn().exec("COMMIT");
     for (auto& t : workers) t.join();
+    ASSERT_TRUE(in_flight) << "no flush waited for the lock; waiting: " << waiting_for_us();
+    ASSERT_TRUE(submitted) << "submit() blocked behind the flush in flight";
     batcher.flush();
     const auto s = batcher.stats();
-    EXPECT_EQ(s.submitted, 4000U);
-    EXPECT_EQ(s.written, 4000U);
+    EXPECT_EQ(s.submitted, kRows);
+    EXPECT_EQ(s.written, kRows);
     EXPECT_EQ(s.stale, 0U);
-    EXPECT_GE(s.flushes, 8U);  // at most 512 rows per flush
-    EXPECT_LT(s.flushes, 4000U);
+    // The pinned flush took k rows (1 <= k <= 512); the other 4000 - k waited for it and
+    // then went 512 at a time: 1 + ceil((4000 - k) / 512) flushes, 8 or 9.
+    EXPECT_GE(s.flushes, (kRows + kMaxBatch - 1) / kMaxBatch);
+    EXPECT_LE(s.flushes, 1 + (kRows - 1 + kMaxBatch - 1) / kMaxBatch);
   }
   EXPECT_EQ(completed.load(), 4000);
+  // attempt_outcomes expands closures: planned without statistics it takes 30 s here.
+  conn().exec("ANALYZE claim_batches, claim_closures");
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 4000);
 }
 
 TEST_F(CompletionBatcherTest, FlushIntervalBoundsTheWaitOfALoneCompletion) {
+  // Without flush(), a lone completion is written once flush_interval has passed since it
+  // was submitted: not before (it waited for company), and not much later. The slack
+  // covers one single-row write on a warm connection on a loaded CI machine; a batcher
+  // that only wrote full batches, or on a timer of its own, would miss it.
+  constexpr auto kInterval = milliseconds(300);
+  constexpr auto kSlack = milliseconds(500);
   const auto claimed = seed_and_claim(1);
   pg::Pool pool(test_connect_options(), 1);
+  { auto warm = pool.acquire(); }  // the write does not wait for a connect
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Clock::time_point> written_at;  // guarded by mu
   runtime::CompletionBatcherOptions o;
-  o.flush_interval = std::chrono::milliseconds(20);
-  runtime::CompletionBatcher batcher(pool, *store_, o);
+  o.flush_interval = kInterval;
+  runtime::CompletionBatcher batcher(pool, *store_, o,
+                                     [&](const Completion&, const CompletionResult&) {
+                                       {
+                                         std::lock_guard lock(mu);
+                                         written_at = Clock::now();
+                                       }
+                                       cv.notify_all();
+                                     });
+  const auto submitted_at = Clock::now();
   batcher.submit(Completion::of(claimed[0], Outcome::kCompleted));
-  // Without flush(), the row must be written once the interval passes (bounded poll).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (batcher.stats().written == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, seconds(10), [&] { return written_at.has_value(); }))
+      << "not written within 10 s";
+  const auto waited = std::chrono::duration_cast<milliseconds>(*written_at - submitted_at);
+  EXPECT_GE(waited.count(), kInterval.count()) << "ms from submit() to written";
+  EXPECT_LT(waited.count(), (kInterval + kSlack).count()) << "ms from submit() to written";
   EXPECT_EQ(batcher.stats().written, 1U);
   EXPECT_EQ(batcher.stats().flushes, 1U);
 }
