@@ -115,12 +115,39 @@ TEST_F(CallbackTest, FailExternalRetriesWhileAttemptsRemainElseFails) {
 TEST_F(CallbackTest, ACallbackThatNeverComesIsRescuedAtItsTimeoutAsAFailedAttempt) {
   const JobId id = enqueue("q");
   const auto e = claim_one("q", id);
-  const auto cb = park(e, milliseconds(200));
+  const auto cb = park(e, milliseconds(2000));
   ASSERT_TRUE(cb);
-  // Before the timeout nothing is rescued, however stale the heartbeat is.
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(1)).empty());
-  std::this_thread::sleep_for(milliseconds(300));
+  // Both halves read the server's clock, the one rescue reads, rather than sleeping.
+  const auto holds = [&](const std::string& condition) {
+    return conn()
+        .query("SELECT " + condition + " FROM leases WHERE job_id = $1", id)
+        .get<bool>(0, 0);
+  };
+  const auto eventually_holds = [&](const std::string& condition) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!holds(condition)) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return true;
+  };
+
+  // Before the timeout nothing is rescued, however stale the heartbeat is: a rescue
+  // counting heartbeats older than 1 ms, in a transaction whose now() (the time rescue
+  // compares with) is past that and still before the timeout.
+  ASSERT_TRUE(eventually_holds("clock_timestamp() > heartbeat_at + interval '1 ms'"));
+  conn().exec("BEGIN");
+  const auto early = storage::consumer(*store_).rescue(conn(), milliseconds(1));
+  const bool before_timeout = holds("now() < callback_timeout_at");
+  const bool heartbeat_stale = holds("heartbeat_at < now() - interval '1 ms'");
+  conn().exec("COMMIT");
+  ASSERT_TRUE(before_timeout) << "the rescue ran after the 2 s timeout: too slow to tell";
+  ASSERT_TRUE(heartbeat_stale);
+  EXPECT_TRUE(early.empty()) << early.front().why;
+
+  // Once the server's clock has passed the timeout, the next rescue ends the attempt,
+  // with a heartbeat nowhere near stale by its measure.
+  ASSERT_TRUE(eventually_holds("clock_timestamp() > callback_timeout_at"));
   const auto rescued = storage::consumer(*store_).rescue(conn(), hours(1));
   ASSERT_EQ(rescued.size(), 1U);
   EXPECT_EQ(rescued[0].job_id, id);
