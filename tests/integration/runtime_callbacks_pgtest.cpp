@@ -14,7 +14,11 @@ namespace awa::testing {
 namespace {
 
 TEST_F(RuntimeTest, WaitingForACallbackFreesTheWorkerSlot) {
-  Client client(options());
+  ClientOptions o = options();
+  // Short, so that the leader's rescue rounds below run when the parked attempts would be
+  // stale if rescue counted them as running ones.
+  o.stale_after = seconds(1);
+  Client client(o);
   std::mutex mu;
   std::vector<std::string> callbacks;
   client.register_worker("await", [&](JobContext& job) {
@@ -49,8 +53,23 @@ TEST_F(RuntimeTest, WaitingForACallbackFreesTheWorkerSlot) {
   }
   ASSERT_EQ(got.size(), 3U);
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), 3U);
-  // The runtime's heartbeats and its leader's rescue leave waiting attempts alone.
-  std::this_thread::sleep_for(milliseconds(500));
+  // The runtime's heartbeats and its leader's rescue leave waiting attempts alone: the
+  // client's leader (it records each finished round in runtime_instances) completes a
+  // round that began after every claim was older than stale_after, by the server's clock.
+  ASSERT_TRUE(eventually([&] { return client.stats().leader; }, seconds(10)));
+  const auto tick_past = [&](const std::string& since) {
+    return count("SELECT count(*) FROM runtime_instances WHERE is_leader AND leader_tick_at > " +
+                 since) == 1;
+  };
+  const std::string stale_at = "(SELECT max(claimed_at) FROM claim_batches) + interval '1 s'";
+  ASSERT_TRUE(eventually([&] { return tick_past(stale_at); }, seconds(10)));
+  // That tick ended a round; the next tick ends one that began after it.
+  const auto first =
+      PgTest::conn().query("SELECT leader_tick_at::text FROM runtime_instances WHERE is_leader");
+  ASSERT_EQ(first.rows(), 1);
+  const auto after_first = "'" + first.get<std::string>(0, 0) + "'::timestamptz";
+  ASSERT_TRUE(eventually([&] { return tick_past(after_first); }, seconds(10)));
+  EXPECT_EQ(client.stats().rescued, 0U);
   for (const JobId id : ids) EXPECT_EQ(admin.job(conn, id)->summary.state, "waiting");
 
   EXPECT_EQ(admin.complete_external(conn, got[0]).state, "completed");
