@@ -14,6 +14,7 @@
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "runtime_support.hpp"
 
@@ -370,11 +371,18 @@ TEST_F(AdminQueuesTest, PauseSurvivesAClientRestart) {
 
   client = make_client();
   for (int i = 0; i < 3; ++i) enqueue_kind("pq", "p");
-  // The restarted client is claiming: a control job runs, then several poll intervals
-  // pass on the paused queue.
+  // The restarted client is claiming: a control job runs, and the paused queue's
+  // dispatcher completes claims (awa_claim_duration_seconds counts each call, empty ones
+  // included) that began after its jobs were there: the second one after `before` was
+  // read began after any claim in flight then.
   enqueue_kind("ctl", "c");
   ASSERT_TRUE(eventually([&] { return ran_control.load() == 1; }, seconds(10)));
-  std::this_thread::sleep_for(milliseconds(500));
+  const auto claims = [] {
+    return metrics::engine().claim_duration_seconds.with({"pq"}).snapshot().count;
+  };
+  const auto before = claims();
+  ASSERT_TRUE(eventually([&] { return claims() >= before + 3; }, seconds(10)))
+      << "claims of pq: " << claims() - before;
   EXPECT_EQ(ran_paused.load(), 1);
   EXPECT_EQ(admin().queue_counts(pub(), "pq").available, 3);
   EXPECT_TRUE(admin().queue_summary(pub(), "pq").settings.paused);

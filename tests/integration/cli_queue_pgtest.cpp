@@ -12,6 +12,7 @@
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
 #include "cli_runner.hpp"
+#include "metrics_scrape.hpp"
 #include "runtime_support.hpp"
 
 namespace awa::testing {
@@ -203,12 +204,26 @@ TEST_F(CliQueueTest, PauseSurvivesAWorkProcessRestart) {
     EXPECT_NE(paused.output.find("queue pw paused"), std::string::npos) << paused.output;
     EXPECT_EQ(worker.terminate(seconds(20)), 0);
   }
-  WorkerProcess worker(schema_, args);
+  // Its /metrics shows its claim calls: awa_claim_duration_seconds counts each one, empty
+  // ones included.
+  auto with_metrics = args;
+  with_metrics.insert(with_metrics.end(), {"--metrics-addr", "127.0.0.1:0"});
+  WorkerProcess worker(schema_, with_metrics);
   for (int i = 0; i < 3; ++i) insert("pw");
   insert("ctl");
   ASSERT_TRUE(
       eventually([&] { return admin.queue_counts(*pub_, "ctl").completed == 1; }, seconds(20)));
-  std::this_thread::sleep_for(milliseconds(500));  // ten poll intervals on the paused queue
+  // The paused queue's dispatcher completes claims that began after its jobs were there:
+  // the second one after `before` was read began after any claim in flight then.
+  const int port = logged_metrics_port(worker.log());
+  ASSERT_GT(port, 0) << worker.log();
+  const auto claims = [&] {
+    return scrape(port, R"(awa_claim_duration_seconds_count{queue="pw"})").value_or(-1);
+  };
+  const double before = claims();
+  ASSERT_GE(before, 0) << worker.log();
+  ASSERT_TRUE(eventually([&] { return claims() >= before + 3; }, seconds(20)))
+      << "claims of pw: " << claims() - before;
   const auto held = cli_json("queue stats pw --json");
   EXPECT_EQ(held["paused"], true);
   EXPECT_EQ(held["counts"]["available"], 3);
