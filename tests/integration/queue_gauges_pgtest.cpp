@@ -1,10 +1,16 @@
 // The per-lane gauges on /metrics (awa_queue_available, awa_queue_lag) are refreshed by
 // a running Client's maintenance leader (issue 12), at a bounded cost: these tests never
 // call refresh_queue_gauges themselves.
+#include <unistd.h>
+
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "awa/admin.hpp"
 #include "awa/metrics.hpp"
+#include "metrics_scrape.hpp"
 #include "runtime_support.hpp"
 
 namespace awa::testing {
@@ -76,17 +82,53 @@ TEST_F(QueueGaugesTest, TheLeaderRefreshesEveryQueuesGauges) {
 }
 
 TEST_F(QueueGaugesTest, OnlyTheLeaderRefreshes) {
+  // An `awa work` process leads and refreshes the gauges (its /metrics shows this queue's
+  // jobs); a Client in this process runs maintenance as well but does not lead, and
+  // however many rounds it asks for the leadership, its own gauges of the queue stay
+  // unset: a sum over the processes' /metrics counts each lane once.
+  enqueue(queue_, 3);
+  WorkerProcess leader(schema_, {"--queue", "elsewhere", "--maintenance-ms", "100", "--gauges-ms",
+                                 "100", "--metrics-addr", "127.0.0.1:0"});
+  ASSERT_TRUE(eventually([&] { return leader_os_pid() == leader.pid(); }, seconds(30)))
+      << "leader " << leader_os_pid();
+  int port = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        port = logged_metrics_port(leader.log());
+        return port > 0;
+      },
+      seconds(30)));
+  const auto series = fmt::format(
+      R"(awa_queue_available{{queue="{}",priority="2",awa_enqueue_shard="0"}})", queue_);
+  ASSERT_TRUE(eventually([&] { return scrape(port, series) == 3.0; }, seconds(30)))
+      << series << ": " << scrape(port, series).value_or(-1);
+
   auto o = options();
   o.queue_gauges_interval = milliseconds(100);
-  o.maintenance = false;
+  // Names its connections, so that its leader-lock asks can be told apart.
+  o.application_name = "awa_gauges_" + std::to_string(::getpid());
   Client client(o);
   client.add_queue(queue("elsewhere", 1));
   client.start();
-  enqueue(queue_, 3);
-  // Several would-be refresh intervals pass; nothing sets the gauge.
-  std::this_thread::sleep_for(milliseconds(600));
+  // Each maintenance round (every 100 ms) begins with a pg_try_advisory_lock statement,
+  // which pg_stat_activity shows with its start time until the next one.
+  std::set<std::string> asks;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto r = conn().query(
+            "SELECT query_start::text FROM pg_stat_activity WHERE application_name = $1 "
+            "AND query LIKE '%pg_try_advisory_lock%'",
+            o.application_name);
+        for (int i = 0; i < r.rows(); ++i) asks.insert(r.get<std::string>(i, 0));
+        return asks.size() >= 4;
+      },
+      seconds(30), milliseconds(10)))
+      << asks.size() << " leader-lock asks seen";
+  EXPECT_FALSE(client.stats().leader);
   EXPECT_EQ(available(queue_, 0), 0.0);
+  EXPECT_EQ(lag(queue_, 0), 0.0);
   client.stop();
+  EXPECT_EQ(leader_os_pid(), leader.pid());
 }
 
 TEST_F(QueueGaugesTest, ACappedCountReportsTheLagBeyondTheCap) {
