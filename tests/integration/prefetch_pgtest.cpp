@@ -16,19 +16,28 @@
 namespace awa::testing {
 namespace {
 
-// Handlers of kind "gate" block until open() (or their stop token fires).
+// Handlers of kind "gate" block until open(), or let_through() lets them pass one at a
+// time (or their stop token fires).
 class Gate {
  public:
   JobResult wait(JobContext& job) {
     std::unique_lock lock(mu_);
     ++waiting_;
-    cv_.wait(lock, [&] { return open_ || job.stop_token().stop_requested(); });
+    cv_.wait(lock, [&] { return open_ || passes_ > 0 || job.stop_token().stop_requested(); });
+    if (!open_ && passes_ > 0) --passes_;
     return JobResult::completed();
   }
   void open() {
     {
       std::lock_guard lock(mu_);
       open_ = true;
+    }
+    cv_.notify_all();
+  }
+  void let_through(int n) {
+    {
+      std::lock_guard lock(mu_);
+      passes_ += n;
     }
     cv_.notify_all();
   }
@@ -41,6 +50,7 @@ class Gate {
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
+  int passes_ = 0;
   int waiting_ = 0;
 };
 
@@ -156,18 +166,27 @@ TEST_F(PrefetchTest, AStoppedClientHandsBackPrefetchedJobsForAnImmediateReclaim)
 }
 
 TEST_F(PrefetchTest, NoPrefetchClaimsOnlyForFreeWorkers) {
-  constexpr int kWorkers = 4, kFast = 5000, kGated = 100;
+  constexpr int kWorkers = 4, kFast = 5000, kGated = 100, kSteps = 3;
   seed(kFast, kGated);
   Gate gate;
   auto c = client(gate, kWorkers, 0);
   c->start();
   ASSERT_TRUE(eventually([&] { return gate.waiting() == kWorkers; }, seconds(60)));
-  // Give the dispatcher time to claim more if it were going to; it must not.
-  std::this_thread::sleep_for(milliseconds(200));
-  const auto s = c->stats();
-  EXPECT_EQ(s.prefetched, 0);
-  EXPECT_EQ(s.claimed, static_cast<std::uint64_t>(kFast + kWorkers));
-  EXPECT_EQ(count("SELECT available FROM queue_counts_exact('pf')"), kGated - kWorkers);
+  // With every worker blocked, each gate job let through frees one worker, and the next
+  // gate job reaches it only through a claim: the dispatcher has claimed for that worker,
+  // and for it alone.
+  for (int step = 1; step <= kSteps; ++step) {
+    gate.let_through(1);
+    ASSERT_TRUE(eventually([&] { return gate.waiting() == kWorkers + step; }, seconds(30)))
+        << "step " << step;
+    const auto s = c->stats();
+    EXPECT_EQ(s.prefetched, 0) << "step " << step;
+    EXPECT_EQ(s.claimed, static_cast<std::uint64_t>(kFast + kWorkers + step)) << "step " << step;
+  }
+  EXPECT_EQ(count("SELECT available FROM queue_counts_exact('pf')"), kGated - kWorkers - kSteps);
+  // No claim, from the fast jobs' pace on, brought more rows than there are workers (each
+  // claim is one claim batch).
+  EXPECT_LE(count("SELECT max(n_items) FROM claim_batches WHERE queue = 'pf'"), kWorkers);
   gate.open();
   ASSERT_TRUE(eventually([&] { return c->stats().completed == kFast + kGated; }, seconds(60)));
   c->stop();
