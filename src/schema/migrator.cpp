@@ -1,14 +1,17 @@
 #include "schema/migrator.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
+#include "schema/function_catalogue.hpp"
 #include "schema/sql_catalog.hpp"
 
 namespace awa::schema {
@@ -22,7 +25,79 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
+bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+// Case-insensitive match of `word` at `pos`, then any whitespace; npos if no match.
+std::size_t skip_word(std::string_view s, std::size_t pos, std::string_view word) {
+  if (s.size() - pos < word.size()) return std::string_view::npos;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(s[pos + i])) != word[i]) {
+      return std::string_view::npos;
+    }
+  }
+  pos += word.size();
+  if (pos < s.size() && is_ident(s[pos])) return std::string_view::npos;
+  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos])) != 0) ++pos;
+  return pos;
+}
+
+struct Catalogue {
+  int catalogue = 0;  // 0: functions installed before catalogues existed
+  int oldest_compatible = 0;
+};
+
+Catalogue read_catalogue(pg::Connection& conn, const std::string& quoted) {
+  const auto rows = conn.exec(sql::render(sql::file("queries/migrator/catalogue.sql"), quoted));
+  if (rows.rows() == 0) return {};
+  return {rows.get<int>(0, 0), rows.get<int>(0, 1)};
+}
+
 }  // namespace
+
+std::vector<std::string> created_function_names(std::string_view text) {
+  static constexpr std::string_view kSchemaDot = "{schema}.";
+  std::vector<std::string> names;
+  std::size_t line_start = 0;
+  while (line_start < text.size()) {
+    auto line_end = text.find('\n', line_start);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    std::string_view line = text.substr(line_start, line_end - line_start);
+    line_start = line_end + 1;
+    std::size_t pos = 0;
+    while (pos < line.size() && std::isspace(static_cast<unsigned char>(line[pos])) != 0) ++pos;
+    pos = skip_word(line, pos, "CREATE");
+    if (pos == std::string_view::npos) continue;  // also skips "-- CREATE ..." comments
+    if (const auto after_or = skip_word(line, pos, "OR"); after_or != std::string_view::npos) {
+      pos = skip_word(line, after_or, "REPLACE");
+      if (pos == std::string_view::npos) continue;
+    }
+    pos = skip_word(line, pos, "FUNCTION");
+    if (pos == std::string_view::npos || line.substr(pos, kSchemaDot.size()) != kSchemaDot) {
+      continue;
+    }
+    pos += kSchemaDot.size();
+    std::size_t end = pos;
+    while (end < line.size() && is_ident(line[end])) ++end;
+    if (end == pos) continue;
+    std::string name(line.substr(pos, end - pos));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+std::string function_set_hash() {
+  std::string all;
+  for (const auto& f : sql::all_files()) {
+    if (!starts_with(f.name, kFunctionsDir) && f.name != kFunctionSettings) continue;
+    all.append(f.name);
+    all.push_back('\0');
+    all.append(f.text);
+    all.push_back('\0');
+  }
+  return checksum(all);
+}
 
 std::string checksum(std::string_view text) {
   // FNV-1a 64: a change detector for migration files, not a security boundary.
@@ -61,6 +136,46 @@ std::vector<Migration> embedded_migrations() {
 
 Migrator::Migrator(std::string schema)
     : schema_(std::move(schema)), quoted_(sql::quote_schema(schema_)) {}
+
+void Migrator::drop_stale_overloads(
+    pg::Connection& conn, const MigrationReport& report,
+    const std::map<std::string, std::vector<std::string>>& creators) const {
+  // A signature change (a parameter added, a type changed) creates a second function of
+  // the same name next to the old one; calls that match both fail with 42725, so the old
+  // one must go. Candidates are the names of the re-applied files, unless an unchanged
+  // file creates the name too: its overload is current, only not rewritten this time.
+  std::string names;
+  for (const auto& [fn, files] : creators) {
+    const bool all_reapplied = std::all_of(files.begin(), files.end(), [&](const std::string& f) {
+      return std::find(report.functions_updated.begin(), report.functions_updated.end(), f) !=
+             report.functions_updated.end();
+    });
+    if (!all_reapplied) continue;
+    if (!names.empty()) names.push_back(',');
+    names.append(fn);
+  }
+  if (names.empty()) return;
+  const auto stale =
+      conn.query(sql::render(sql::file("queries/migrator/stale_overloads.sql"), quoted_), names);
+  for (int r = 0; r < stale.rows(); ++r) {
+    const auto signature = stale.get<std::string>(r, 0);
+    const auto& file = creators.at(stale.get<std::string>(r, 2)).front();
+    try {
+      // Without CASCADE: a view or trigger of the operator's own that still uses the old
+      // signature must not disappear silently.
+      conn.exec("DROP FUNCTION " + stale.get<std::string>(r, 1));
+    } catch (const Error& e) {
+      throw MigrationError(
+          fmt::format("function file {} no longer defines {}, an overload an older build left "
+                      "in schema {}, and it cannot be dropped: {}",
+                      file, signature, schema_, e.what()),
+          e.retry(), e.sqlstate(), e.detail(),
+          "drop or change what depends on the old signature (see DETAIL), then migrate again");
+    }
+    spdlog::info("schema {}: dropped {}, a stale overload ({} no longer defines it)", schema_,
+                 signature, file);
+  }
+}
 
 MigrationReport Migrator::migrate(pg::Connection& conn) const {
   MigrationReport report;
@@ -121,12 +236,41 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
   }
   report.version = migrations.empty() ? 0 : migrations.back().version;
 
+  // The function catalogue: never replace a newer build's functions (docs/upgrading.md).
+  const Catalogue installed = read_catalogue(conn, quoted_);
+  if (installed.catalogue > kFunctionCatalogue) {
+    if (kFunctionCatalogue < installed.oldest_compatible) {
+      throw MigrationError(fmt::format(
+          "schema {} holds functions of catalogue {}, which support builds of catalogue {} or "
+          "newer; this build's catalogue is {}: refusing to run it against them (deploy a "
+          "build of catalogue {} or newer; docs/upgrading.md)",
+          schema_, installed.catalogue, installed.oldest_compatible, kFunctionCatalogue,
+          installed.oldest_compatible));
+    }
+    spdlog::warn(
+        "schema {} holds functions of catalogue {}, newer than this build's {}: left as they "
+        "are; this build runs against them (docs/upgrading.md)",
+        schema_, installed.catalogue, kFunctionCatalogue);
+    report.function_catalogue = installed.catalogue;
+    report.newer_functions_kept = true;
+    tx.commit();
+    return report;
+  }
+
   std::map<std::string, std::string> fn_applied;
   {
     const auto rows =
         conn.exec(fmt::format("SELECT name, checksum FROM {}.schema_functions", quoted_));
     for (int r = 0; r < rows.rows(); ++r) {
       fn_applied[rows.get<std::string>(r, 0)] = rows.get<std::string>(r, 1);
+    }
+  }
+  // Function name -> the files that create it (normally one).
+  std::map<std::string, std::vector<std::string>> creators;
+  for (const auto& f : sql::all_files()) {
+    if (!starts_with(f.name, kFunctionsDir)) continue;
+    for (auto& fn : created_function_names(f.text)) {
+      creators[fn].emplace_back(f.name.substr(kFunctionsDir.size()));
     }
   }
   for (const auto& f : sql::all_files()) {
@@ -148,6 +292,7 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
                name, sum);
     report.functions_updated.push_back(name);
   }
+  drop_stale_overloads(conn, report, creators);
   // Function attributes (a fixed search_path, SECURITY DEFINER for the producer path) in
   // one place, every time: re-applying a function file resets them.
   try {
@@ -156,6 +301,9 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
     throw MigrationError(fmt::format("{} failed: {}", kFunctionSettings, e.what()), e.retry(),
                          e.sqlstate(), e.detail(), e.hint());
   }
+  conn.query(sql::render(sql::file("queries/migrator/set_catalogue.sql"), quoted_),
+             kFunctionCatalogue, kOldestCompatibleCatalogue);
+  report.function_catalogue = kFunctionCatalogue;
   tx.commit();
   return report;
 }

@@ -5,7 +5,11 @@
 // migration's text has changed since, or the database records a version this binary
 // does not know, migrate() refuses with MigrationError and changes nothing.
 // Function files (sql/functions/*.sql) are CREATE OR REPLACE definitions, re-applied
-// whenever their checksum differs from the recorded one.
+// whenever their checksum differs from the recorded one, unless the schema's functions
+// belong to a newer function catalogue (function_catalogue.hpp): then they are left as
+// they are, or, when that catalogue no longer supports this build's, migrate() refuses.
+// After re-applying, every other overload of a name a re-applied file creates is an
+// older signature's leftover and is dropped (never with CASCADE).
 //
 // Everything runs in one transaction under a transaction-scoped advisory lock keyed by
 // the schema name, so any number of processes may migrate the same schema at once:
@@ -15,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "awa/migrate.hpp"
@@ -39,6 +45,14 @@ std::vector<Migration> embedded_migrations();
 
 std::string checksum(std::string_view text);
 
+// The functions a function file creates: the names of its `CREATE [OR REPLACE] FUNCTION
+// {schema}.name` lines, lower case, each once, in order. Lines starting with `--` do not count.
+std::vector<std::string> created_function_names(std::string_view text);
+
+// A checksum of every function file and security/function_settings.sql, names included:
+// what the catalogue number of function_catalogue.hpp stands for.
+std::string function_set_hash();
+
 class Migrator {
  public:
   // Throws InvalidArgument for a bad schema name. Default: "awa".
@@ -49,6 +63,9 @@ class Migrator {
   const std::string& schema() const noexcept { return schema_; }
 
  private:
+  void drop_stale_overloads(pg::Connection& conn, const MigrationReport& report,
+                            const std::map<std::string, std::vector<std::string>>& creators) const;
+
   std::string schema_;
   std::string quoted_;
 };
