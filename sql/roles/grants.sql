@@ -61,7 +61,7 @@ GRANT SELECT (ring, generation, slot) ON {schema}.ring_rotations TO {producer};
 -- Worker and admin.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {worker}, {admin};
 REVOKE INSERT, UPDATE, DELETE ON {schema}.queue_meta, {schema}.schema_migrations,
-    {schema}.schema_functions FROM {worker}, {admin};
+    {schema}.schema_functions, {schema}.schema_catalogue FROM {worker}, {admin};
 GRANT INSERT, UPDATE, DELETE ON {schema}.queue_meta TO {admin};
 REVOKE DELETE ON {schema}.periodic_jobs FROM {worker};
 GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {schema} TO {worker}, {admin};
