@@ -64,6 +64,11 @@ struct StorageAccess;
 struct StorageOptions {
   // Schema holding the queue tables. Default: "awa".
   std::string schema = "awa";
+  // How long a queue's enqueue_shards, once read, is used before it is read again: a
+  // changed shard count reaches this store's self-committing enqueues at most this long
+  // after it committed (enqueues inside a caller's transaction are routed at commit with
+  // the count of that moment). Zero reads it on every call. Default: 2 s.
+  std::chrono::milliseconds shard_count_ttl{2000};
 };
 
 class QueueStorage {
@@ -158,11 +163,11 @@ class QueueStorage {
   // Moves up to `limit` due deferred jobs to ready; returns how many.
   int promote_due(Connection& conn, int limit = 1000);
 
-  // The queue's enqueue_shards as this store sees it (cached after the first read).
+  // The queue's enqueue_shards as this store sees it (cached for shard_count_ttl).
   int enqueue_shards(Connection& conn, const std::string& queue);
 
   // Forgets the cached shard counts and lanes: the next enqueue re-reads queue_meta.
-  // Call after changing enqueue_shards (or restart the process), per ADR-025.
+  // A changed enqueue_shards is seen without it within StorageOptions::shard_count_ttl.
   void reset();
 
   // Statistics, for tests and metrics.

@@ -68,14 +68,15 @@ void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
                                            const std::set<std::string>& queues,
                                            std::unordered_map<std::string, int>& out) {
   std::vector<std::string> missing;
+  const auto now = std::chrono::steady_clock::now();
   {
     std::shared_lock lock(mu);
     for (const auto& q : queues) {
       const auto it = shard_cache.find(q);
-      if (it == shard_cache.end()) {
+      if (it == shard_cache.end() || now - it->second.read_at >= options.shard_count_ttl) {
         missing.push_back(q);
       } else {
-        out[q] = it->second;
+        out[q] = it->second.shards;
       }
     }
   }
@@ -90,7 +91,7 @@ void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
   }
   std::unique_lock lock(mu);
   for (const auto& [q, s] : found) {
-    shard_cache[q] = s;
+    shard_cache[q] = CachedShards{s, now};
     out[q] = s;
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -165,7 +166,11 @@ struct QueueStorage::Impl {
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0}, one_job_writes{0};
   std::atomic<bool> one_denied{false};  // see insert_one
   mutable std::shared_mutex mu;
-  std::unordered_map<std::string, int> shard_cache;  // guarded by mu
+  struct CachedShards {
+    int shards;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::unordered_map<std::string, CachedShards> shard_cache;  // guarded by mu
   std::set<LaneKey> lane_cache;                      // guarded by mu
 };
 

@@ -201,6 +201,7 @@ TEST_F(ClaimTest, ClaimGapDoesNotSkipUncommittedEnqueue) {
 
   auto producer = connect_new();
   producer.exec("BEGIN");
+  producer.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   std::vector<NewJob> pending(3, NewJob("work", nlohmann::json::object(), on_queue("gap")));
   storage::insert_many(*store_, producer, pending);  // lane_seq 3..5, uncommitted, lane lock held
   EXPECT_TRUE(storage::consumer(*store_).claim(conn(), "gap").empty());
@@ -221,6 +222,7 @@ TEST_F(ClaimTest, UncommittedHeadBlocksOnlyItsOwnLane) {
   ASSERT_NE(shard_for_ordering_key(k0, 2), shard_for_ordering_key(k1, 2));
   auto producer = connect_new();
   producer.exec("BEGIN");
+  producer.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   InsertOpts o = on_queue("two");
   o.ordering_key = k0;
   storage::insert_many(*store_, producer,

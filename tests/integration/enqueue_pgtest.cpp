@@ -529,28 +529,55 @@ TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
 }
 
 TEST_F(EnqueueTest, ResetPicksUpAChangedShardCount) {
-  // Guards ADR-025's cache contract: a changed enqueue_shards is not seen until reset()
-  // (stale but correct), and is seen right after it.
-  storage::insert_many(*store_, conn(), unkeyed_batch("grow", 1));
+  // Guards ADR-025's cache contract: a changed enqueue_shards is not seen until reset() or
+  // the end of the cache's time to live (stale but correct), and is seen right after it.
+  QueueStorage store(StorageOptions{schema_, std::chrono::hours(1)});
+  storage::insert_many(store, conn(), unkeyed_batch("grow", 1));
   set_shards("grow", 4);
   std::set<int> stale;
   for (int b = 0; b < 8; ++b) {
-    for (const auto id : storage::insert_many(*store_, conn(), unkeyed_batch("grow", 2, b))) {
+    for (const auto id : storage::insert_many(store, conn(), unkeyed_batch("grow", 2, b))) {
       stale.insert(ready_row(id).shard);
     }
   }
   EXPECT_EQ(stale, std::set<int>{0}) << "the cached S = 1 must still apply";
-  EXPECT_EQ(storage::enqueue_shards(*store_, conn(), "grow"), 1);
+  EXPECT_EQ(storage::enqueue_shards(store, conn(), "grow"), 1);
 
-  store_->reset();
-  EXPECT_EQ(storage::enqueue_shards(*store_, conn(), "grow"), 4);
+  store.reset();
+  EXPECT_EQ(storage::enqueue_shards(store, conn(), "grow"), 4);
   std::set<int> fresh;
   for (int b = 0; b < 8; ++b) {
-    for (const auto id : storage::insert_many(*store_, conn(), unkeyed_batch("grow", 2, 10 + b))) {
+    for (const auto id : storage::insert_many(store, conn(), unkeyed_batch("grow", 2, 10 + b))) {
       fresh.insert(ready_row(id).shard);
     }
   }
   EXPECT_EQ(fresh, (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST_F(EnqueueTest, AChangedShardCountIsSeenWithinTheCacheTimeToLive) {
+  // Regression: a store kept the shard count it read first until reset() or a restart, so
+  // producers that started before a set-shards routed keyed jobs with the old count for
+  // good, and per-key order broke between them and newer producers. Now the count is read
+  // again once StorageOptions::shard_count_ttl has passed.
+  constexpr auto kTtl = std::chrono::milliseconds(300);
+  QueueStorage store(StorageOptions{schema_, kTtl});
+  const std::string key = key_on_shard("ttl-", 3, 4);
+  set_shards("reshard", 4);
+  const auto before =
+      storage::insert_many(store, conn(), std::vector<NewJob>{make_job("x", {}, "reshard", key)});
+  EXPECT_EQ(ready_row(before[0]).shard, 3);
+  set_shards("reshard", 2);
+  const auto changed = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(kTtl);  // the documented bound, then the new count must apply
+  const auto after =
+      storage::insert_many(store, conn(), std::vector<NewJob>{make_job("x", {}, "reshard", key)});
+  EXPECT_EQ(ready_row(after[0]).shard, shard_for_ordering_key(key, 2))
+      << "the new shard count was not seen "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               changed)
+             .count()
+      << " ms after the change";
+  EXPECT_EQ(storage::enqueue_shards(store, conn(), "reshard"), 2);
 }
 
 TEST_F(EnqueueTest, ShardCountOutsideOneToSixtyFourViolatesCheckConstraint) {

@@ -125,6 +125,7 @@ TEST_F(RingsTest, PruneOfASlotWithAnUncommittedEnqueueIsLockedAndTheReCheckCatch
 
   auto producer = session();
   producer.exec("BEGIN");
+  producer.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   const auto late =
       storage::insert_many(*store_, producer, std::vector{job("rc", {{"late", true}})}).front();
   ASSERT_TRUE(rotate("queue").done);  // the producer's row is in slot 0, now sealed
@@ -169,6 +170,7 @@ TEST_F(RingsTest, PruneNeverQueuesBehindAProducerHoldingALaneLock) {
 
   auto first = public_conn();
   first.execute("BEGIN");
+  first.execute("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   const auto a = store_->insert(first, job("pl", {{"p", 1}}));
   auto second = session();
   const int second_pid = second.backend_pid();
@@ -261,6 +263,7 @@ TEST_F(RingsTest, ProducerWaitingForALaneLockNeverWritesIntoAPrunedSlot) {
 
   auto w = session();
   w.exec("BEGIN");
+  w.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   storage::insert_many(*store_, w, std::vector{job("lw", {{"who", "w"}}, k0)});
 
   auto y = session();
@@ -280,6 +283,7 @@ TEST_F(RingsTest, ProducerWaitingForALaneLockNeverWritesIntoAPrunedSlot) {
   ASSERT_TRUE(rotate("queue").done);
   auto z = session();
   z.exec("BEGIN");
+  z.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
   const auto z1 =
       storage::insert_many(*store_, z, std::vector{job("lw", {{"who", "z1"}}, k1)}).front();
   w.exec("ROLLBACK");
