@@ -57,6 +57,14 @@ Classification classify_sqlstate(std::string_view s) {
   if (cls == "40") return {ErrorKind::kTransactionRollback, Retry::kRetryTransaction};
   if (cls == "23") return {ErrorKind::kConstraint, Retry::kDoNotRetry};
   if (s == "57014") return {ErrorKind::kQueryCanceled, Retry::kRetryCall};
+  // A fail-over can leave a connection on the demoted, now read-only, server; a new
+  // connection reaches the new primary, so the call is worth repeating.
+  if (s == "25006") return {ErrorKind::kServerWide, Retry::kRetryCall};
+  // The rest need an operator (a restored database, a migration matching the code), after
+  // which the same call succeeds.
+  if (s == "57P04" || s == "42725" || s == "42883" || s == "0A000") {
+    return {ErrorKind::kServerWide, Retry::kDoNotRetry};
+  }
   // lock_not_available (NOWAIT / lock_timeout) and insufficient resources (disk full, out
   // of memory) are transient: the same call may succeed later.
   if (s == "55P03" || cls == "53") return {ErrorKind::kOther, Retry::kRetryCall};
@@ -90,6 +98,7 @@ void throw_error(const ErrorInfo& info) {
       throw TransactionRollback(info.message, retry, info.sqlstate, info.detail, info.hint);
     case ErrorKind::kQueryCanceled:
       throw QueryCanceled(info.message, retry, info.sqlstate, info.detail, info.hint);
+    case ErrorKind::kServerWide:
     case ErrorKind::kOther:
       break;
   }

@@ -17,6 +17,12 @@ enum class ErrorKind {
   kConstraint,           // class 23
   kTransactionRollback,  // class 40
   kQueryCanceled,        // 57014
+  // The server or the schema refuses every statement of its kind, whatever its arguments:
+  // 25006 (read-only: a standby after a fail-over), 57P04 (database dropped), 42725 /
+  // 42883 (ambiguous / undefined function: code and schema out of step), 0A000 (feature
+  // not supported, also "cached plan must not change result type"). Batched work must not
+  // blame one of its rows for it.
+  kServerWide,
   kOther,
 };
 

@@ -30,15 +30,20 @@ constexpr Row kTable[] = {
     {"23502", ErrorKind::kConstraint, Retry::kDoNotRetry},  // not_null_violation
     {"23514", ErrorKind::kConstraint, Retry::kDoNotRetry},  // check_violation
     {"57014", ErrorKind::kQueryCanceled, Retry::kRetryCall},
-    {"55P03", ErrorKind::kOther, Retry::kRetryCall},   // lock_not_available
-    {"53100", ErrorKind::kOther, Retry::kRetryCall},   // disk_full
-    {"53200", ErrorKind::kOther, Retry::kRetryCall},   // out_of_memory
-    {"42P01", ErrorKind::kOther, Retry::kDoNotRetry},  // undefined_table
-    {"42601", ErrorKind::kOther, Retry::kDoNotRetry},  // syntax_error
-    {"22P02", ErrorKind::kOther, Retry::kDoNotRetry},  // invalid_text_representation
-    {"25P02", ErrorKind::kOther, Retry::kDoNotRetry},  // in_failed_sql_transaction
-    {"XX000", ErrorKind::kOther, Retry::kDoNotRetry},  // internal_error
-    {"", ErrorKind::kOther, Retry::kDoNotRetry},       // libpq-generated, no SQLSTATE
+    {"25006", ErrorKind::kServerWide, Retry::kRetryCall},   // read_only_sql_transaction
+    {"57P04", ErrorKind::kServerWide, Retry::kDoNotRetry},  // database_dropped
+    {"42725", ErrorKind::kServerWide, Retry::kDoNotRetry},  // ambiguous_function
+    {"42883", ErrorKind::kServerWide, Retry::kDoNotRetry},  // undefined_function
+    {"0A000", ErrorKind::kServerWide, Retry::kDoNotRetry},  // feature_not_supported
+    {"55P03", ErrorKind::kOther, Retry::kRetryCall},        // lock_not_available
+    {"53100", ErrorKind::kOther, Retry::kRetryCall},        // disk_full
+    {"53200", ErrorKind::kOther, Retry::kRetryCall},        // out_of_memory
+    {"42P01", ErrorKind::kOther, Retry::kDoNotRetry},       // undefined_table
+    {"42601", ErrorKind::kOther, Retry::kDoNotRetry},       // syntax_error
+    {"22P02", ErrorKind::kOther, Retry::kDoNotRetry},       // invalid_text_representation
+    {"25P02", ErrorKind::kOther, Retry::kDoNotRetry},       // in_failed_sql_transaction
+    {"XX000", ErrorKind::kOther, Retry::kDoNotRetry},       // internal_error
+    {"", ErrorKind::kOther, Retry::kDoNotRetry},            // libpq-generated, no SQLSTATE
 };
 
 TEST(ErrorMapTest, ClassifiesEverySqlstateOfTheTable) {
