@@ -319,7 +319,18 @@ std::string Connection::ensure_prepared(std::string_view sql) {
     if (!unnamed_.contains(name)) prepare(name, sql);
     return name;
   }
-  if (!prepared_.contains(name)) prepare(name, sql);
+  if (prepared_.contains(name)) return name;
+  if (outdated_.contains(name)) {
+    // The server still holds the statement under this name; PREPARE would fail with
+    // 42P05. DEALLOCATE is not transactional, so it stands even if the caller rolls back.
+    try {
+      exec("DEALLOCATE " + name);
+    } catch (const DatabaseError& e) {
+      if (e.sqlstate() != "26000") throw;  // already gone (DEALLOCATE ALL meanwhile)
+    }
+    outdated_.erase(name);
+  }
+  prepare(name, sql);
   return name;
 }
 
@@ -329,13 +340,31 @@ Result Connection::exec_cached(std::string_view sql, const Params& params, Forma
   try {
     return exec_prepared(name, params, format);
   } catch (const DatabaseError& e) {
-    // 26000: the session lost the statement (DEALLOCATE ALL, DISCARD ALL). Forget it; when
-    // no transaction was aborted by the failure, prepare again and retry once.
-    if (e.sqlstate() != "26000") throw;
-    prepared_.erase(name);
+    // 26000: the session lost the statement (DEALLOCATE ALL, DISCARD ALL): forget it.
+    // 0A000: the statement outlived the result type it was planned for — a function or
+    // table it reads was re-created or altered ("cached plan must not change result
+    // type"), and the server refuses every later EXECUTE of it. Matched by SQLSTATE, not
+    // by the (translatable) message: a 0A000 of another cause costs one more PREPARE and
+    // fails again below. Either way, when no transaction was aborted by the failure,
+    // prepare again and retry once; inside one, the next call prepares.
+    if (e.sqlstate() == "26000") {
+      prepared_.erase(name);
+    } else if (e.sqlstate() == "0A000") {
+      prepared_.erase(name);
+      outdated_.insert(name);
+    } else {
+      throw;
+    }
     if (in_transaction()) throw;
   }
   return exec_prepared(ensure_prepared(sql), params, format);
+}
+
+void Connection::close() noexcept {
+  conn_.reset();
+  prepared_.clear();
+  outdated_.clear();
+  unnamed_.clear();
 }
 
 Pipeline Connection::pipeline() {

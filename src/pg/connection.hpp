@@ -90,6 +90,10 @@ class Connection {
   void prepare(const std::string& name, std::string_view sql);
   Result exec_prepared(const std::string& name, const Params& params,
                        Format format = Format::kText);
+  // A statement the session lost (26000), or one whose result type changed since it was
+  // prepared (0A000: a function or table it reads was re-created), is prepared again and
+  // run once more, unless the failure aborted the caller's transaction: then the error is
+  // thrown and the next call prepares it.
   Result exec_cached(std::string_view sql, const Params& params, Format format = Format::kText);
   // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit hash of it.
   static std::string cached_statement_name(std::string_view sql);
@@ -109,6 +113,11 @@ class Connection {
   // Waits on the socket (poll, no busy loop) until a notification arrives or `timeout`
   // passes. Returns notifications already received first.
   std::optional<Notification> wait_notification(std::chrono::milliseconds timeout);
+
+  // Closes the connection now (PQfinish); ok() is false afterwards, so a pool drops it
+  // on return. For a session the caller knows is on the wrong server (25006: a read-only
+  // standby after a fail-over): the next connection may reach the new primary.
+  void close() noexcept;
 
   bool pooled() const noexcept { return pooled_; }
   bool ok() const;              // the connection is usable (PQstatus == CONNECTION_OK)
@@ -132,6 +141,8 @@ class Connection {
   Result check(pg_result* res, std::string_view sql);
   std::unique_ptr<pg_conn, Deleter> conn_;
   std::unordered_set<std::string> prepared_;  // statement names prepared on this session
+  // Prepared on this session, but refused since (0A000): DEALLOCATE before preparing again.
+  std::unordered_set<std::string> outdated_;
   bool pooled_ = false;
   std::vector<std::pair<std::string, std::string>> settings_;  // pooled: per statement
   // Pooled: the text of each "prepared" statement by name; nothing lives on the server.
