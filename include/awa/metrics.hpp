@@ -101,6 +101,14 @@ class Family {
 
   const std::string& name() const noexcept;
 
+  // Caps the distinct values the label `label` takes at `max_values`: a value first seen
+  // once that many are in use is recorded under `overflow` instead. For a label fed by
+  // input from outside the process (a job kind a producer chose), where a series per
+  // value — kept for the process's life — would grow memory and every scrape without
+  // bound. Values already admitted keep their series. Throws InvalidArgument for a label
+  // the family does not have.
+  void cap_values(std::string_view label, std::size_t max_values, std::string overflow = "other");
+
   struct Impl;  // src/metrics/family.hpp
 
  private:
@@ -166,7 +174,9 @@ struct EngineMetrics {
   // awa_jobs_running{queue}: handlers running in this process.
   Family<Gauge>& jobs_running;
   // awa_job_unknown_kind_total{queue, kind}: claimed jobs this process has no handler
-  // for, sent back to the queue (snoozed) for a worker that has one.
+  // for, sent back to the queue (snoozed) for a worker that has one. Producers choose
+  // kinds, so only the first kUnknownKindLabels kinds seen get their own series; later
+  // ones count under kind="other" (the log line names each kind).
   Family<Counter>& job_unknown_kind;
   // awa_jobs_prefetched{queue}: jobs claimed ahead of a free worker, not started yet;
   // bounded by QueueConfig::max_prefetch.
@@ -183,7 +193,14 @@ struct EngineMetrics {
   // had available jobs, counted by this process's dispatchers; limit is the queue's limit
   // then: "rate", "concurrency", or "rate+concurrency" when both are set.
   Family<Counter>& claims_limited;
+  // awa_completion_flush_server_errors_total{sqlstate}: completion flushes that failed
+  // with an error of the server or schema, not of a row (25006 read-only after a
+  // fail-over, 57P04, 42725, 42883, 0A000); their rows are kept and retried. Any increase
+  // needs an operator.
+  Family<Counter>& completion_flush_server_errors;
 };
+// Distinct kinds awa_job_unknown_kind_total labels before it folds them into "other".
+inline constexpr std::size_t kUnknownKindLabels = 20;
 // Registers them on first call.
 EngineMetrics& engine();
 

@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -24,6 +26,12 @@ struct Family<Metric>::Impl {
   mutable std::shared_mutex mu;
   // Series by label values; never erased, so references handed out stay valid.
   std::map<std::vector<std::string>, std::unique_ptr<Metric>> series;  // guarded by mu
+  // Family::cap_values(): the position of the capped label, how many distinct values it
+  // may take, the value standing in for the rest, and the values admitted. Guarded by mu.
+  std::optional<std::size_t> capped_label;
+  std::size_t max_values = 0;
+  std::string overflow;
+  std::set<std::string> admitted;
 };
 
 // Appends HELP, TYPE and every series of the family, ordered by label values.

@@ -139,6 +139,16 @@ Metric& Family<Metric>::with(std::span<const std::string_view> values) {
     if (const auto it = f.series.find(key); it != f.series.end()) return *it->second;
   }
   std::unique_lock lock(f.mu);
+  if (f.capped_label) {
+    auto& value = key[*f.capped_label];
+    if (!f.admitted.contains(value)) {
+      if (f.admitted.size() < f.max_values) {
+        f.admitted.insert(value);
+      } else {
+        value = f.overflow;
+      }
+    }
+  }
   auto& slot = f.series[std::move(key)];
   if (!slot) {
     if constexpr (std::is_same_v<Metric, Histogram>) {
@@ -148,6 +158,22 @@ Metric& Family<Metric>::with(std::span<const std::string_view> values) {
     }
   }
   return *slot;
+}
+
+template <class Metric>
+void Family<Metric>::cap_values(std::string_view label, std::size_t max_values,
+                                std::string overflow) {
+  Impl& f = *impl_;
+  const auto it = std::find(f.label_names.begin(), f.label_names.end(), label);
+  if (it == f.label_names.end()) {
+    throw InvalidArgument("metrics: " + f.name + " has no label " + std::string(label));
+  }
+  std::unique_lock lock(f.mu);
+  f.capped_label = static_cast<std::size_t>(it - f.label_names.begin());
+  f.max_values = max_values;
+  f.overflow = std::move(overflow);
+  f.admitted.clear();
+  for (const auto& [key, series] : f.series) f.admitted.insert(key[*f.capped_label]);
 }
 
 template class Family<Counter>;
@@ -279,10 +305,15 @@ EngineMetrics& engine() {
         r.gauge("awa_queue_lag", "Enqueue cursor minus claim cursor per lane.",
                 {"queue", "priority", "awa_enqueue_shard"}),
         r.gauge("awa_jobs_running", "Handlers running in this process.", {"queue"}),
-        r.counter("awa_job_unknown_kind_total",
-                  "Claimed jobs of a kind with no handler in this process, sent back to the "
-                  "queue for a worker that has one.",
-                  {"queue", "kind"}),
+        [&]() -> Family<Counter>& {
+          auto& f = r.counter("awa_job_unknown_kind_total",
+                              "Claimed jobs of a kind with no handler in this process, sent "
+                              "back to the queue for a worker that has one (kinds past the "
+                              "first few seen count under kind=\"other\").",
+                              {"queue", "kind"});
+          f.cap_values("kind", kUnknownKindLabels);
+          return f;
+        }(),
         r.gauge("awa_jobs_prefetched",
                 "Jobs claimed ahead of a free worker and not started yet (the dispatcher's "
                 "bounded prefetch buffer) in this process.",
@@ -298,6 +329,11 @@ EngineMetrics& engine() {
                   "Claims of a limited queue that came back empty while it had available jobs "
                   "(its rate or global concurrency limit held them back).",
                   {"queue", "limit"}),
+        r.counter("awa_completion_flush_server_errors_total",
+                  "Completion flushes failed by an error of the server or schema, not of a row "
+                  "(read-only after a fail-over, database dropped, function missing or "
+                  "ambiguous, feature refused); the rows are kept and retried. Needs an operator.",
+                  {"sqlstate"}),
     };
   }();
   return *m;
