@@ -2,9 +2,11 @@
 // tests can drive the commands in-process.
 #pragma once
 
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace CLI {
@@ -41,6 +43,8 @@ class StopSignals {
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
   int wait() const;  // the signal that arrived
+  // The signal that arrives within `timeout`, or nullopt.
+  std::optional<int> wait_for(std::chrono::milliseconds timeout) const;
 
  private:
   sigset_t set_{};

@@ -1,5 +1,8 @@
 // `awa work`: runs the worker runtime (awa::Client) with a few built-in job kinds, until
-// SIGINT or SIGTERM, then stops gracefully and prints a one-line summary.
+// SIGINT or SIGTERM, then stops gracefully and prints a one-line summary. A second SIGINT
+// or SIGTERM during the graceful stop ends the process at once with 128 + the signal (the
+// shell's convention): the operator has chosen not to wait for the handlers, whose
+// attempts stay open for rescue to retry.
 //
 // Built-in kinds:
 //   noop   completes at once
@@ -16,11 +19,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -103,6 +109,20 @@ JobResult flaky_job(JobContext& job) {
   return JobResult::completed();
 }
 
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+// No destructor runs: they would wait for the very handlers the operator gave up on.
+[[noreturn]] void force_exit(int sig) {
+  spdlog::error(
+      "awa work: {} during the graceful stop; stop forced, exiting without waiting "
+      "for running handlers (their attempts stay open for rescue)",
+      signal_name(sig));
+  spdlog::default_logger()->flush();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(128 + sig);
+}
+
 int work(const Context& ctx, const WorkArgs& a) {
   if (a.queues.empty()) throw InvalidArgument("awa work: give at least one --queue");
   ClientOptions o;
@@ -154,8 +174,18 @@ int work(const Context& ctx, const WorkArgs& a) {
   client.start();
   spdlog::info("awa work: running (pid {}); SIGINT or SIGTERM stops gracefully", ::getpid());
   const int sig = signals.wait();
-  spdlog::info("awa work: {} received, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  client.stop();
+  spdlog::info("awa work: {} received, stopping (a second SIGINT or SIGTERM forces the exit)",
+               signal_name(sig));
+  {
+    // Watches for the second signal while stop() waits for the handlers. Polls so that it
+    // notices the end of a graceful stop; jthread's destructor asks it to end and joins.
+    std::jthread forcer([&signals](const std::stop_token& done) {
+      while (!done.stop_requested()) {
+        if (const auto again = signals.wait_for(std::chrono::milliseconds(100))) force_exit(*again);
+      }
+    });
+    client.stop();
+  }
   if (server) server->stop();
   const auto s = client.stats();
   fmt::print(
