@@ -64,6 +64,7 @@ struct Options {
   int producers = 3;
   int sql_producers = 1;
   std::string sql_producer_script;
+  bool huge_numbers = false;
   double rate = 20.0;
   int max_faults = 40;
   int drain_seconds = 60;
@@ -413,7 +414,7 @@ int Harness::run() {
   producers.start();
   SqlProducers sql_producers({o_.sql_producer_script, o_.url, o_.queue, o_.producers,
                               o_.sql_producer_script.empty() ? 0 : o_.sql_producers, o_.rate,
-                              o_.seed, o_.log_dir});
+                              o_.seed, o_.huge_numbers, o_.log_dir});
   sql_producers.start();
 
   const auto schedule = plan(o_, rng_);
@@ -539,6 +540,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sql-producer-script", o.sql_producer_script,
                  "path of tools/chaos/sql_producer.py (none: no SQL producers)");
+  app.add_flag("--huge-numbers", o.huge_numbers,
+               "SQL producers put numbers beyond a double's range (1e400) in metadata");
   app.add_option("--rate", o.rate, "enqueue transactions per second per producer")
       ->capture_default_str();
   app.add_option("--max-faults", o.max_faults, "cap on injected faults")->capture_default_str();

@@ -26,11 +26,22 @@ SqlProducers::~SqlProducers() { stop(); }
 void SqlProducers::start() {
   for (int i = 0; i < options_.count; ++i) {
     const int index = options_.first_index + i;
-    pids_.push_back(spawn(
-        {"/usr/bin/python3", options_.script, "--url", options_.url, "--queue", options_.queue,
-         "--index", std::to_string(index), "--seed", std::to_string(options_.seed), "--rate",
-         fmt::format("{}", options_.rate), "--out", jsonl_path(options_, index)},
-        fmt::format("{}/sql-producer-{}.log", options_.log_dir, index)));
+    std::vector<std::string> argv{"/usr/bin/python3",
+                                  options_.script,
+                                  "--url",
+                                  options_.url,
+                                  "--queue",
+                                  options_.queue,
+                                  "--index",
+                                  std::to_string(index),
+                                  "--seed",
+                                  std::to_string(options_.seed),
+                                  "--rate",
+                                  fmt::format("{}", options_.rate),
+                                  "--out",
+                                  jsonl_path(options_, index)};
+    if (options_.huge_numbers) argv.emplace_back("--huge-numbers");
+    pids_.push_back(spawn(argv, fmt::format("{}/sql-producer-{}.log", options_.log_dir, index)));
   }
 }
 

@@ -24,7 +24,8 @@ struct SqlProducerOptions {
   int count = 1;
   double rate = 20.0;
   std::uint64_t seed = 1;
-  std::string log_dir;  // <log_dir>/sql-producer-<i>.{jsonl,log}
+  bool huge_numbers = false;  // sql_producer.py --huge-numbers (1e400 in metadata)
+  std::string log_dir;        // <log_dir>/sql-producer-<i>.{jsonl,log}
 };
 
 class SqlProducers {
