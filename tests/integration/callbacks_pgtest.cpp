@@ -137,9 +137,9 @@ TEST_F(CallbackTest, ACallbackThatNeverComesIsRescuedAtItsTimeoutAsAFailedAttemp
   // compares with) is past that and still before the timeout.
   ASSERT_TRUE(eventually_holds("clock_timestamp() > heartbeat_at + interval '1 ms'"));
   conn().exec("BEGIN");
-  const auto early = storage::consumer(*store_).rescue(conn(), milliseconds(1));
   const bool before_timeout = holds("now() < callback_timeout_at");
   const bool heartbeat_stale = holds("heartbeat_at < now() - interval '1 ms'");
+  const auto early = storage::consumer(*store_).rescue(conn(), milliseconds(1));
   conn().exec("COMMIT");
   ASSERT_TRUE(before_timeout) << "the rescue ran after the 2 s timeout: too slow to tell";
   ASSERT_TRUE(heartbeat_stale);
