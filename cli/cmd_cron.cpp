@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "awa/admin_json.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "awa/periodic.hpp"
@@ -40,11 +41,11 @@ nlohmann::json schedule_json(const PeriodicSchedule& s) {
           {"timezone", s.timezone},
           {"kind", s.kind},
           {"queue", s.queue},
-          {"args", nlohmann::json::parse(s.args_json)},
+          {"args", awa::json::stored(s.args_json)},
           {"priority", s.priority},
           {"max_attempts", s.max_attempts},
           {"tags", s.tags},
-          {"metadata", nlohmann::json::parse(s.metadata_json)},
+          {"metadata", awa::json::stored(s.metadata_json)},
           {"catch_up", s.catch_up},
           {"paused", s.paused},
           {"next_fire_at", optional_json(s.next_fire_at)},
@@ -102,7 +103,7 @@ int list(const Context& ctx, bool stale, bool json) {
   if (json) {
     auto out = nlohmann::json::array();
     for (const auto& s : schedules) out.push_back(schedule_json(s));
-    fmt::print("{}\n", out.dump());
+    fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   }
   if (schedules.empty()) {

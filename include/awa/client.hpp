@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "awa/error.hpp"
 #include "awa/job.hpp"
 #include "awa/periodic.hpp"
 #include "awa/queue_storage.hpp"
@@ -108,13 +109,24 @@ class JobContext {
   const std::string& queue() const { return entry().queue; }
   int priority() const { return entry().priority; }
   int enqueue_shard() const { return entry().enqueue_shard; }
-  const nlohmann::json& metadata() const { return entry().metadata; }
-  // Parsed once, on first use.
+  // The metadata, null when none. Throws UndecodableJson when the stored value has no
+  // nlohmann::json form (a number beyond a double's range, nesting deeper than
+  // kMaxDecodedJsonDepth): escaping the handler, that fails the job without retry.
+  const nlohmann::json& metadata() const {
+    if (!entry().metadata_error.empty()) throw UndecodableJson(entry().metadata_error);
+    return entry().metadata;
+  }
+  // Parsed once, on first use. Throws UndecodableJson as metadata() does.
   virtual const nlohmann::json& args() const = 0;
   template <class T>
   T args_as() const {
     return args().get<T>();
   }
+  // The args and metadata as stored (jsonb's text; metadata "" when none), for a handler
+  // that needs what a decoded value cannot hold — exact decimals, numbers beyond a
+  // double's range — through a parser of its own. Never throws.
+  const std::string& args_json() const { return entry().args_json; }
+  const std::string& metadata_json() const { return entry().metadata_json; }
 
   // Fires when the job is cancelled (or rescued elsewhere) or the client shuts down past
   // its grace period. Long handlers should check it.
@@ -133,7 +145,8 @@ class JobContext {
   virtual std::string register_callback(std::chrono::milliseconds timeout) = 0;
 };
 
-// A handler that throws is a retryable failure with the exception's message.
+// A handler that throws is a retryable failure with the exception's message; one that
+// lets UndecodableJson escape is a terminal failure (it would never decode).
 using Handler = std::function<JobResult(JobContext&)>;
 
 struct QueueConfig {

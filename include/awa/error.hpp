@@ -49,6 +49,16 @@ class InvalidArgument : public Error {
       : Error(message, Retry::kDoNotRetry, "22023") {}
 };
 
+// A job's stored args or metadata have no nlohmann::json form: a number beyond a double's
+// range (jsonb keeps 1e400 as numeric) or nesting deeper than kMaxDecodedJsonDepth. SQL
+// and other languages' producers can store such values. JobContext::args() / metadata()
+// throw it; the text is at JobContext::args_json() / metadata_json(). Escaping a handler,
+// it fails the job without retry (it would never decode), with this message.
+class UndecodableJson : public Error {
+ public:
+  explicit UndecodableJson(const std::string& message) : Error(message, Retry::kDoNotRetry) {}
+};
+
 // Could not connect, or the connection was lost (SQLSTATE class 08, 57P01..57P03, or a
 // libpq-level failure with no SQLSTATE). The connection is unusable afterwards.
 class ConnectionError : public Error {

@@ -33,6 +33,12 @@ inline constexpr std::size_t kMaxTags = 32;
 inline constexpr std::size_t kMaxTagBytes = 255;
 // How far ahead run_at may be: 100 years of 365.25 days.
 inline constexpr std::chrono::seconds kMaxScheduleAhead{3'155'760'000};
+// The deepest nesting of arrays and objects a worker decodes (JobContext::args() and
+// metadata()) and a display embeds as JSON. jsonb stores far deeper values (about 10,000
+// levels); nlohmann::json copies, compares and prints recursively, and a few thousand
+// levels overflow a thread's stack under a sanitizer. Deeper values are refused, not
+// walked (awa::UndecodableJson; docs/api.md, "What a worker can decode").
+inline constexpr int kMaxDecodedJsonDepth = 512;
 
 // Where a job is now, as Admin and the SQL function job_states() name it. Live:
 // "scheduled" (deferred, not due or not promoted yet), "retryable" (deferred after a
@@ -131,11 +137,18 @@ struct ClaimedEntry {
   int priority = 0;            // the lane priority (part of every key)
   int effective_priority = 0;  // after claim-time aging
   std::string kind;
-  std::string args_json;
-  nlohmann::json metadata;  // null when none
+  std::string args_json;  // as stored: jsonb's text (JobContext::args() decodes it)
+  // Decoded at claim: null when none, and when it could not be decoded (metadata_error).
+  nlohmann::json metadata;
+  std::string metadata_json;  // as stored: jsonb's text; empty when none
+  // Why metadata_json has no nlohmann::json form ("metadata could not be decoded: ..."): a
+  // number beyond a double's range, or nesting deeper than kMaxDecodedJsonDepth. Empty
+  // when it decoded. A claim never throws for a row's JSON: the row is returned with this.
+  std::string metadata_error;
   std::vector<std::string> tags;
   std::optional<std::string> ordering_key;
-  nlohmann::json errors;  // earlier attempts' errors: [{attempt, error, at}], or null
+  // Earlier attempts' errors: [{attempt, error, at}], or null (also should they not decode).
+  nlohmann::json errors;
   std::chrono::system_clock::time_point run_at;
   std::chrono::system_clock::time_point created_at;
   std::chrono::system_clock::time_point claimed_at;

@@ -54,6 +54,7 @@
 #include "runtime/completion_batcher.hpp"
 #include "runtime/instance_registry.hpp"
 #include "runtime/maintenance_leader.hpp"
+#include "storage/stored_json.hpp"
 
 namespace awa {
 namespace client_detail {
@@ -104,12 +105,23 @@ struct Client::Impl {
 
     const ClaimedEntry& entry() const override { return entry_; }
     const nlohmann::json& args() const override {
-      if (!args_) args_ = nlohmann::json::parse(entry_.args_json);
+      if (!args_) {
+        // In the handler's call, so a value that does not decode fails this job alone
+        // (run_job: without retry); the claim that brought it never parses it.
+        nlohmann::json v;
+        if (auto why = storage::decode_stored_json(entry_.args_json, v); !why.empty()) {
+          throw UndecodableJson("args could not be decoded: " + why +
+                                "; JobContext::args_json() has the stored text");
+        }
+        args_ = std::move(v);
+      }
       return *args_;
     }
     std::stop_token stop_token() const override { return stop_.get_token(); }
     void set_progress(double percent, const std::string& message) override {
-      impl_.beat_one(*this, nlohmann::json{{"percent", percent}, {"message", message}}.dump());
+      // The message is free text: invalid UTF-8 becomes U+FFFD rather than a throw.
+      impl_.beat_one(*this, nlohmann::json{{"percent", percent}, {"message", message}}.dump(
+                                -1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
     void heartbeat() override { impl_.beat_one(*this, std::nullopt); }
     std::string register_callback(std::chrono::milliseconds timeout) override {

@@ -91,6 +91,10 @@ void Client::Impl::run_job(Job& job) {
   JobResult result = JobResult::completed();
   try {
     result = it->second(job);
+  } catch (const UndecodableJson& e) {
+    // Its args or metadata will never decode: a retry would only spend the attempts.
+    spdlog::warn("job {}: {}; failed without retry", job.job_id(), e.what());
+    result = JobResult::failed(e.what(), false);
   } catch (const std::exception& e) {
     result = JobResult::failed(e.what(), true);
   } catch (...) {

@@ -1,5 +1,7 @@
 #include "awa/admin_json.hpp"
 
+#include "storage/stored_json.hpp"
+
 namespace awa::json {
 namespace {
 
@@ -10,10 +12,7 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-json parse_or_text(const std::string& text) {
-  auto j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json(text) : j;
-}
+json parse_or_text(const std::string& text) { return stored(text); }
 
 json errors_of(const std::vector<JobError>& errors) {
   auto out = json::array();
@@ -40,6 +39,12 @@ json event_of(const std::optional<RingEvent>& e, bool with_rows, bool with_reaso
 }
 
 }  // namespace
+
+json stored(const std::string& text) {
+  json j;
+  if (!storage::decode_stored_json(text, j).empty()) return json(text);
+  return j;
+}
 
 json of(const JobSummary& s) {
   return {{"id", s.id},

@@ -11,6 +11,7 @@
 #include "schema/sql_catalog.hpp"
 #include "storage/attempt_values.hpp"
 #include "storage/pg_array.hpp"
+#include "storage/stored_json.hpp"
 #include "storage/utf8.hpp"
 #include "storage/validate.hpp"
 
@@ -136,12 +137,23 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     e.priority = res.get<int>(r, 8);
     e.effective_priority = res.get<int>(r, 9);
     e.kind = res.get<std::string>(r, 10);
+    // The claim has committed: nothing below may throw for one row's values, or every
+    // row of the batch would be left running until rescue (issue 31). JSON that does not
+    // decode is kept as text, with the reason (ClaimedEntry::metadata_error).
     e.args_json = res.get<std::string>(r, 11);
-    if (!res.is_null(r, 12)) e.metadata = nlohmann::json::parse(res.text(r, 12));
+    if (!res.is_null(r, 12)) {
+      e.metadata_json = res.text(r, 12);
+      if (auto why = decode_stored_json(e.metadata_json, e.metadata); !why.empty()) {
+        e.metadata_error = "metadata could not be decoded: " + why +
+                           "; JobContext::metadata_json() has the stored text";
+      }
+    }
     if (!res.is_null(r, 13)) e.tags = parse_text_array(res.text(r, 13));
     e.max_attempts = res.get<int>(r, 14);
     if (!res.is_null(r, 15)) e.ordering_key = res.get<pg::Bytea>(r, 15).bytes;
-    if (!res.is_null(r, 16)) e.errors = nlohmann::json::parse(res.text(r, 16));
+    // Built by the server from stored error texts; should it ever not decode, it is only
+    // history: null.
+    if (!res.is_null(r, 16)) decode_stored_json(res.text(r, 16), e.errors);
     e.run_at = res.get<std::chrono::system_clock::time_point>(r, 17);
     e.created_at = res.get<std::chrono::system_clock::time_point>(r, 18);
     e.claimed_at = res.get<std::chrono::system_clock::time_point>(r, 19);

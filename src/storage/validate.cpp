@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/error.hpp"
+#include "storage/stored_json.hpp"
 #include "storage/utf8.hpp"
 
 namespace awa::storage {
@@ -78,7 +79,7 @@ void validate_json_text(std::string_view what, std::string_view json, std::size_
     throw InvalidArgument(
         fmt::format("{} is {} bytes of JSON; the limit is {}", what, json.size(), limit));
   }
-  if (!nlohmann::json::accept(json)) {
+  if (!is_json_text(json)) {
     throw InvalidArgument(fmt::format("{} is not valid JSON: \"{}\"", what, printable(json)));
   }
   if (has_nul_escape(json)) {
@@ -116,7 +117,7 @@ void validate_job(const NewJob& job, std::size_t index) {
     fail(fmt::format("args are {} bytes of JSON; the limit is {} (1 MiB)", job.args_json.size(),
                      kMaxArgsBytes));
   }
-  if (!nlohmann::json::accept(job.args_json)) {
+  if (!is_json_text(job.args_json)) {
     fail("args are not valid JSON");
   }
   if (has_nul_escape(job.args_json)) {
