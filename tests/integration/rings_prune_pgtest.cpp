@@ -170,7 +170,8 @@ TEST_F(RingsTest, PruneNeverQueuesBehindAProducerHoldingALaneLock) {
 
   auto first = public_conn();
   first.execute("BEGIN");
-  first.execute("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
+  // Placed now, not at commit: it holds the lane.
+  first.execute("SET CONSTRAINTS " + quoted_schema() + ".place_staged_jobs IMMEDIATE");
   const auto a = store_->insert(first, job("pl", {{"p", 1}}));
   auto second = session();
   const int second_pid = second.backend_pid();
