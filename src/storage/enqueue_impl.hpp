@@ -171,7 +171,7 @@ struct QueueStorage::Impl {
     std::chrono::steady_clock::time_point read_at;
   };
   std::unordered_map<std::string, CachedShards> shard_cache;  // guarded by mu
-  std::set<LaneKey> lane_cache;                      // guarded by mu
+  std::set<LaneKey> lane_cache;                               // guarded by mu
 };
 
 }  // namespace awa
