@@ -137,7 +137,8 @@ TEST_P(EnqueueTxTest, SeveralCallsPerTransactionNeverDeadlockAndLoseNothing) {
   {
     std::vector<std::thread> threads;
     for (int p = 0; p < kProducers; ++p) {
-      threads.emplace_back([&, p] { produce(p, kTransactions, deadline, outcomes[p]); });
+      threads.emplace_back(
+          [&, p] { produce(p, kTransactions, deadline, outcomes[static_cast<std::size_t>(p)]); });
     }
     for (auto& t : threads) t.join();
   }
@@ -203,7 +204,7 @@ TEST_P(EnqueueTxTest, SeveralCallsPerTransactionNeverDeadlockAndLoseNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, EnqueueTxTest, ::testing::Values(2, 4, 8),
-                         [](const auto& info) { return fmt::format("S{}", info.param); });
+                         [](const auto& param) { return fmt::format("S{}", param.param); });
 
 }  // namespace
 }  // namespace awa::testing
