@@ -1,6 +1,8 @@
 #include "runtime/maintenance_leader.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 
@@ -23,6 +25,13 @@ namespace {
 constexpr std::chrono::milliseconds kMinBackoff{100};
 // Short, so that promotion and rescue resume within a second of the server.
 constexpr std::chrono::milliseconds kMaxBackoff{1000};
+
+// What each step is doing, for the log: "maintenance: <name> failed: ...".
+constexpr const char* kStepNames[] = {
+    "rescuing stale attempts",    "promoting due jobs",         "maintaining the queue ring",
+    "maintaining the claim ring", "maintaining the lease ring", "purging the DLQ",
+    "expiring runtime instances",
+};
 
 }  // namespace
 
@@ -104,10 +113,7 @@ void MaintenanceLeader::run() {
           spdlog::info("maintenance: this process is the leader for schema {}", options_.schema);
         }
       }
-      if (leader_.load()) {
-        round(*conn);
-        tick(*conn);
-      }
+      if (leader_.load() && round(*conn)) tick(*conn);
       backoff = kMinBackoff;
     } catch (const std::exception& e) {
       // A broken connection takes the session lock with it; any other failure (a
@@ -153,9 +159,69 @@ bool MaintenanceLeader::renew_lease(awa::Connection& conn) {
              .rows() == 1;
 }
 
-void MaintenanceLeader::round(awa::Connection& conn) {
+bool MaintenanceLeader::stopping() {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
+bool MaintenanceLeader::step(awa::Connection& conn, Step s, const std::function<void()>& body) {
+  const auto i = static_cast<std::size_t>(s);
+  static_assert(std::size(kStepNames) == static_cast<std::size_t>(Step::kCount));
+  try {
+    body();
+  } catch (const std::exception& e) {
+    // A lost connection is every step's failure, and the leadership's: run() handles it.
+    if (!pg::native(conn).ok()) throw;
+    step_failures_.fetch_add(1, std::memory_order_relaxed);
+    // Once per streak, not once per round.
+    if (!step_failing_[i])
+      spdlog::warn("maintenance: {} failed (the other steps go on; retried every round): {}",
+                   kStepNames[i], e.what());
+    step_failing_[i] = true;
+    return false;
+  }
+  if (step_failing_[i]) spdlog::info("maintenance: {} works again", kStepNames[i]);
+  step_failing_[i] = false;
+  return true;
+}
+
+bool MaintenanceLeader::round(awa::Connection& conn) {
+  bool ok = true;
   // Rescue first: rescued jobs land in deferred_jobs due now, and the promotion below
   // then puts them back on ready in the same round.
+  ok = step(conn, Step::kRescue, [&] { rescue(conn); }) && ok;
+  if (stopping()) return ok;
+  ok = step(conn, Step::kPromote, [&] { promote(conn); }) && ok;
+  if (stopping()) return ok;
+  periodic(conn);
+  if (options_.rotate_interval.count() > 0) ok = rings(conn) && ok;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_purge_ == std::chrono::steady_clock::time_point{} ||
+      now - last_purge_ >= options_.purge_interval) {
+    last_purge_ = now;
+    ok = step(conn, Step::kPurgeDlq,
+              [&] {
+                const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
+                if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
+              }) &&
+         ok;
+    purge_unique_keys(conn);
+    ok = step(conn, Step::kExpireInstances,
+              [&] {
+                const int expired =
+                    InstanceRegistry::expire(pg::native(conn), sql::quote_schema(options_.schema),
+                                             options_.instance_retention);
+                if (expired > 0)
+                  spdlog::info("maintenance: forgot {} runtime instances not seen for {} s",
+                               expired, options_.instance_retention.count());
+              }) &&
+         ok;
+  }
+  gauges(conn);
+  return ok;
+}
+
+void MaintenanceLeader::rescue(awa::Connection& conn) {
   for (;;) {
     const auto rescued = store_.rescue(conn, options_.stale_after, options_.batch);
     if (!rescued.empty()) {
@@ -163,33 +229,16 @@ void MaintenanceLeader::round(awa::Connection& conn) {
       spdlog::info("maintenance: rescued {} stale attempts (first: job {} {}: {})", rescued.size(),
                    rescued.front().job_id, rescued.front().state, rescued.front().why);
     }
-    if (static_cast<int>(rescued.size()) < options_.batch) break;
-    std::lock_guard lock(mu_);
-    if (stopping_) return;
+    if (static_cast<int>(rescued.size()) < options_.batch || stopping()) return;
   }
+}
+
+void MaintenanceLeader::promote(awa::Connection& conn) {
   for (;;) {
     const int n = store_.promote_due(conn, options_.batch);
     promoted_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    if (n < options_.batch) break;
-    std::lock_guard lock(mu_);
-    if (stopping_) return;
+    if (n < options_.batch || stopping()) return;
   }
-  periodic(conn);
-  if (options_.rotate_interval.count() > 0) rings(conn);
-  const auto now = std::chrono::steady_clock::now();
-  if (last_purge_ == std::chrono::steady_clock::time_point{} ||
-      now - last_purge_ >= options_.purge_interval) {
-    last_purge_ = now;
-    const int purged = Admin(options_.schema).purge_dlq(conn, options_.dlq_retention);
-    if (purged > 0) spdlog::info("maintenance: purged {} dead letters", purged);
-    purge_unique_keys(conn);
-    const int expired = InstanceRegistry::expire(
-        pg::native(conn), sql::quote_schema(options_.schema), options_.instance_retention);
-    if (expired > 0)
-      spdlog::info("maintenance: forgot {} runtime instances not seen for {} s", expired,
-                   options_.instance_retention.count());
-  }
-  gauges(conn);
 }
 
 void MaintenanceLeader::purge_unique_keys(awa::Connection& conn) {
@@ -292,33 +341,41 @@ void MaintenanceLeader::tick(awa::Connection& conn) {
   }
 }
 
-void MaintenanceLeader::rings(awa::Connection& conn) {
-  const Admin admin(options_.schema);
+bool MaintenanceLeader::rings(awa::Connection& conn) {
   const auto now = std::chrono::steady_clock::now();
   const bool rotate_due = last_rotate_ == std::chrono::steady_clock::time_point{} ||
                           now - last_rotate_ >= options_.rotate_interval;
   if (rotate_due) last_rotate_ = now;
-  for (const char* ring : kRings) {
-    // Sealed slots whose work is all done go first; a ring has at most slot_count of them.
-    for (int i = 0; i < 64; ++i) {
-      const auto pruned = admin.prune(conn, ring, false, options_.failed_retention);
-      if (!pruned.done) break;
-      prunes_.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (!rotate_due) continue;
-    auto rotated = admin.rotate(conn, ring);
-    if (!rotated.done && rotated.reason.starts_with(kRingFull)) {
-      // The ring is full: carry the oldest slot's live work forward so it can advance.
-      const auto carried = admin.prune(conn, ring, true, options_.failed_retention);
-      if (carried.done) {
-        prunes_.fetch_add(1, std::memory_order_relaxed);
-        spdlog::info("maintenance: {} ring full; pruned generation {} carrying {} live rows", ring,
-                     carried.generation, carried.rows_carried);
-        rotated = admin.rotate(conn, ring);
-      }
-    }
-    if (rotated.done) rotations_.fetch_add(1, std::memory_order_relaxed);
+  bool ok = true;
+  static_assert(std::size(kRings) == 3, "one step per ring");
+  for (std::size_t i = 0; i < std::size(kRings); ++i) {
+    const auto s = static_cast<Step>(static_cast<std::size_t>(Step::kQueueRing) + i);
+    ok = step(conn, s, [&] { ring(conn, kRings[i], rotate_due); }) && ok;
   }
+  return ok;
+}
+
+void MaintenanceLeader::ring(awa::Connection& conn, const char* name, bool rotate_due) {
+  const Admin admin(options_.schema);
+  // Sealed slots whose work is all done go first; a ring has at most slot_count of them.
+  for (int i = 0; i < 64; ++i) {
+    const auto pruned = admin.prune(conn, name, false, options_.failed_retention);
+    if (!pruned.done) break;
+    prunes_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!rotate_due) return;
+  auto rotated = admin.rotate(conn, name);
+  if (!rotated.done && rotated.reason.starts_with(kRingFull)) {
+    // The ring is full: carry the oldest slot's live work forward so it can advance.
+    const auto carried = admin.prune(conn, name, true, options_.failed_retention);
+    if (carried.done) {
+      prunes_.fetch_add(1, std::memory_order_relaxed);
+      spdlog::info("maintenance: {} ring full; pruned generation {} carrying {} live rows", name,
+                   carried.generation, carried.rows_carried);
+      rotated = admin.rotate(conn, name);
+    }
+  }
+  if (rotated.done) rotations_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace awa::runtime

@@ -31,8 +31,17 @@
 // so N workers do not multiply the cost. A process that loses the leadership (or stops)
 // sets the series it wrote to 0, so summing them over processes counts each lane once.
 //
-// After each round that succeeded the leader records its tick in runtime_instances
-// (runtime/instance_registry.hpp), which is how `awa health` knows maintenance is running.
+// The steps are independent: rescue, promotion, each ring, the DLQ purge
+// and the instance expiry each run whatever happened to the ones before them in the
+// round. A step that throws is logged (once per streak of failures of that step, and
+// again when it recovers) and counted (step_failures()); only a lost connection ends the
+// round, and with it the leadership. Periodic jobs, the unique-key sweep and the gauges
+// handle their own failures the same way.
+//
+// After each round in which no step failed the leader records its tick in
+// runtime_instances (runtime/instance_registry.hpp), which is how `awa health` knows
+// maintenance is running: a step that fails round after round shows there as a leader
+// that stopped ticking, while the other steps go on.
 //
 // Rings (docs/design/rings.md), every round: prune each ring's sealed slots while they
 // are free of live work (cheap refusals otherwise), and once per rotate interval rotate
@@ -43,10 +52,12 @@
 // Thread safety: start()/stop() from one thread; leader() and the counters from any.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -128,13 +139,40 @@ class MaintenanceLeader {
   std::uint64_t periodic_failed() const noexcept {
     return periodic_failed_.load(std::memory_order_relaxed);
   }
+  // Maintenance steps that threw (each logged; the rest of the round still ran).
+  std::uint64_t step_failures() const noexcept {
+    return step_failures_.load(std::memory_order_relaxed);
+  }
 
  private:
+  // The steps of a round that fail on their own (see above); a name each in kStepNames.
+  enum class Step : std::uint8_t {
+    kRescue,
+    kPromote,
+    kQueueRing,
+    kClaimRing,
+    kLeaseRing,
+    kPurgeDlq,
+    kExpireInstances,
+    kCount
+  };
+
   void run();
-  // One maintenance round on the leader's connection.
-  void round(awa::Connection& conn);
-  // Prune and rotate every ring (see above).
-  void rings(awa::Connection& conn);
+  // One maintenance round on the leader's connection; whether every step succeeded.
+  bool round(awa::Connection& conn);
+  // Runs one step: a failure is logged and counted and returns false; a lost connection
+  // is rethrown (run() drops the leadership and reconnects).
+  bool step(awa::Connection& conn, Step s, const std::function<void()>& body);
+  // Rescues stale attempts until a call returns fewer than its limit (or stop()).
+  void rescue(awa::Connection& conn);
+  // Promotes due deferred jobs until a call returns fewer than its limit (or stop()).
+  void promote(awa::Connection& conn);
+  // Prune and rotate every ring (see above), each ring a step; whether all succeeded.
+  bool rings(awa::Connection& conn);
+  // Prune and rotate one ring.
+  void ring(awa::Connection& conn, const char* name, bool rotate_due);
+  // Whether stop() was called.
+  bool stopping();
   // Fires due periodic schedules; a failed schedule is logged and counted, never thrown.
   void periodic(awa::Connection& conn);
   // Forgets unique keys whose jobs left the keys' states, in bounded steps resumed from
@@ -172,6 +210,7 @@ class MaintenanceLeader {
   std::atomic<std::uint64_t> prunes_{0};
   std::atomic<std::uint64_t> periodic_fired_{0};
   std::atomic<std::uint64_t> periodic_failed_{0};
+  std::atomic<std::uint64_t> step_failures_{0};
   std::chrono::steady_clock::time_point last_rotate_{};  // maintenance thread only
   std::chrono::steady_clock::time_point last_purge_{};   // maintenance thread only
   bool tick_failing_ = false;                            // maintenance thread only
@@ -180,6 +219,8 @@ class MaintenanceLeader {
   bool periodic_failing_ = false;                        // maintenance thread only
   std::optional<std::string> unique_cursor_;             // maintenance thread only
   std::set<metrics::LaneLabels> gauge_lanes_;            // written; maintenance thread only
+  // Which steps failed last time they ran (a streak is logged once); maintenance thread only.
+  std::array<bool, static_cast<std::size_t>(Step::kCount)> step_failing_{};
 };
 
 }  // namespace awa::runtime
