@@ -87,8 +87,11 @@ class Router {
   virtual void get(const std::string& pattern, Handler h) = 0;
   virtual void post(const std::string& pattern, Handler h) = 0;
   // A POST from another system, authenticated by its HMAC signature (awa/callback.hpp)
-  // instead of the token, session and CSRF header; refused when no callback secret is set
-  // (404) and on a read-only server (403).
+  // over the method, path, query and body instead of the token, session and CSRF header;
+  // refused when no callback secret is set (404), on a read-only server (403), for a body
+  // that is not JSON (415), a bad signature (401) and a signature accepted before (409).
+  // The handler reads only what was signed: the path, req.params (the query's) and a JSON
+  // body.
   virtual void post_signed(const std::string& pattern, Handler h) = 0;
 };
 

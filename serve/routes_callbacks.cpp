@@ -1,6 +1,8 @@
 // POST /api/callbacks/{id}/complete | fail | heartbeat: another system ends (or extends)
 // an attempt that waits for it (docs/api.md, "Callbacks"; docs/scheduling.md). Signed
-// with the callback secret (awa/callback.hpp), not the dashboard's token.
+// with the callback secret (awa/callback.hpp), not the dashboard's token: the signature
+// covers the path (the id and the action), the query and the body, which are all these
+// handlers read, and each signed request is accepted once (Router::post_signed).
 #include <optional>
 #include <string>
 

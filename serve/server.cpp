@@ -148,13 +148,27 @@ struct Server::Impl : detail::Router {
 
   enum class Access { kRead, kWrite, kSigned };
 
-  // 401/403/404 unless a signed callback request may proceed (awa/callback.hpp).
-  void check_signed(const httplib::Request& req) const {
+  // Signed callbacks seen within their window (docs/api.md, "Signing a callback"): each
+  // is accepted once. Shared by the server's threads; CallbackReplayCache locks itself.
+  CallbackReplayCache replays;
+
+  // 404/403/415/401/409/503 unless a signed callback request may proceed
+  // (awa/callback.hpp). Everything the callback routes read is signed: the path (id and
+  // action), the query's parameters as the routes see them, and the raw body, which is
+  // read as JSON whatever headers say (a body under another Content-Type is refused, so
+  // an unsigned header cannot make the routes ignore it).
+  void check_signed(const httplib::Request& req) {
     if (!options.callback_secret)
       throw HttpError(404,
                       "callbacks are not enabled: start awa serve with --callback-secret-file");
     if (options.read_only)
       throw HttpError(403, "read-only: awa serve was started with --read-only");
+    // Params and the completion read a body only under this prefix; a form body would
+    // also land in req.params beside the query's parameters.
+    if (!req.body.empty() && req.get_header_value("Content-Type").rfind("application/json", 0) != 0)
+      throw HttpError(415,
+                      "a signed callback's body must be JSON (Content-Type: "
+                      "application/json), or empty");
     const std::string ts_text = req.get_header_value(kCallbackTimestampHeader);
     const std::string signature = req.get_header_value(kCallbackSignatureHeader);
     if (ts_text.empty() || signature.empty())
@@ -162,7 +176,8 @@ struct Server::Impl : detail::Router {
                                        kCallbackTimestampHeader, kCallbackSignatureHeader));
     std::int64_t ts = 0;
     const auto [p, ec] = std::from_chars(ts_text.data(), ts_text.data() + ts_text.size(), ts);
-    if (ec != std::errc() || p != ts_text.data() + ts_text.size())
+    // One spelling per second ("0017..." or "-0" would sign another string than sent).
+    if (ec != std::errc() || p != ts_text.data() + ts_text.size() || ts_text != std::to_string(ts))
       throw HttpError(401, fmt::format("{} must be unix seconds", kCallbackTimestampHeader));
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch())
@@ -170,12 +185,43 @@ struct Server::Impl : detail::Router {
     if (ts < now - kCallbackMaxSkew.count() || ts > now + kCallbackMaxSkew.count())
       throw HttpError(401, fmt::format("{} is more than {} s away from the server's clock",
                                        kCallbackTimestampHeader, kCallbackMaxSkew.count()));
-    if (!callback_signature_valid(*options.callback_secret, ts, req.body, signature, now))
-      throw HttpError(401, "callback signature does not match the body");
+    // The path as sent (the route matched its decoded form, a function of it); the query
+    // as httplib parsed it into req.params, which is what the routes read (the body is
+    // not a form: refused above), re-encoded into the canonical form the sender signed.
+    const std::string_view target = req.target;
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path.empty() || path.front() != '/')
+      throw HttpError(400, "the request target must begin with the path");
+    const std::string query = callback_query_string(
+        std::vector<CallbackQueryParam>(req.params.begin(), req.params.end()));
+    CallbackRequest signed_request;
+    signed_request.method = req.method;
+    signed_request.path = path;
+    signed_request.query = query;
+    signed_request.body = req.body;
+    if (!callback_signature_valid(*options.callback_secret, ts, signed_request, signature, now))
+      throw HttpError(401,
+                      "callback signature does not match the request (method, path, query and "
+                      "body, signed at the timestamp given; docs/api.md, \"Signing a "
+                      "callback\")");
+    switch (replays.admit(signature, ts, now)) {
+      case CallbackReplayCache::Admission::kAdmitted:
+        return;
+      case CallbackReplayCache::Admission::kReplayed:
+        throw HttpError(409,
+                        "replayed: this signed request was accepted already; nothing changed "
+                        "(a new request needs a new signature: sign it again, with the "
+                        "current time)",
+                        {{"replayed", true}});
+      case CallbackReplayCache::Admission::kFull:
+        throw HttpError(503, fmt::format("too many signed callbacks in the last {} s to remember "
+                                         "them all; nothing changed: sign it again and retry later",
+                                         kCallbackMaxSkew.count()));
+    }
   }
 
   // 401/403 unless the request may proceed; see docs/api.md for the order.
-  void check(const httplib::Request& req, Access access) const {
+  void check(const httplib::Request& req, Access access) {
     if (access == Access::kSigned) return check_signed(req);
     const bool state_changing = access == Access::kWrite;
     if (!options.token) {

@@ -1,7 +1,9 @@
 // awa serve's POST /api/callbacks/{id}/complete|fail|heartbeat (docs/api.md, "Callbacks"):
-// accepted only when signed with the callback secret; a refused request changes nothing.
+// accepted only when signed with the callback secret, over the whole request (method,
+// path, query, body), once; a refused request changes nothing.
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "awa/callback.hpp"
 #include "serve_support.hpp"
@@ -32,7 +34,8 @@ class ServeCallbackTest : public ServeTest {
         .count();
   }
 
-  // POSTs `body` to `path` on `server`, signed with `secret` at `ts` (unset: unsigned).
+  // POSTs `body` to `path` (with any query) on `server`, signed with `secret` at `ts`
+  // (unset: unsigned).
   std::pair<int, nlohmann::json> call(const serve::Server& server, const std::string& path,
                                       const std::string& body,
                                       std::optional<std::string> secret = kCallbackSecret,
@@ -41,12 +44,44 @@ class ServeCallbackTest : public ServeTest {
     if (secret) {
       const auto t = ts.value_or(now_s());
       h.emplace(kCallbackTimestampHeader, std::to_string(t));
-      h.emplace(kCallbackSignatureHeader, callback_signature(*secret, t, body));
+      h.emplace(kCallbackSignatureHeader, sign(*secret, t, path, body));
     }
     auto c = client(server);
     auto r = c.Post(path, h, body, "application/json");
     if (!r) throw std::runtime_error("no response: " + path);
     return {r->status, nlohmann::json::parse(r->body)};
+  }
+
+  // The signature a sender puts on POST `target` (path and query) with `body`.
+  static std::string sign(const std::string& secret, std::int64_t ts, const std::string& target,
+                          const std::string& body) {
+    return callback_signature(secret, ts, callback_request("POST", target, body));
+  }
+  // The headers of a request signed at `ts`: what a sender sends and an eavesdropper
+  // captures.
+  static httplib::Headers signed_headers(std::int64_t ts, const std::string& target,
+                                         const std::string& body) {
+    return {{kCallbackTimestampHeader, std::to_string(ts)},
+            {kCallbackSignatureHeader, sign(kCallbackSecret, ts, target, body)}};
+  }
+  // POSTs `body` to `target` with exactly `headers` (a captured request, replayed).
+  static std::pair<int, nlohmann::json> send(const serve::Server& server, const std::string& target,
+                                             const httplib::Headers& headers,
+                                             const std::string& body,
+                                             const std::string& content_type = "application/json") {
+    auto c = client(server);
+    auto r = c.Post(target, headers, body, content_type.c_str());
+    if (!r) throw std::runtime_error("no response: " + target);
+    return {r->status, nlohmann::json::parse(r->body)};
+  }
+  // The attempt's callback timeout and heartbeat, as text (microseconds).
+  std::string callback_times(const std::string& cb) {
+    return conn()
+        .query(
+            "SELECT callback_timeout_at::text || ' ' || heartbeat_at::text FROM leases "
+            "WHERE callback_id = $1::uuid",
+            cb)
+        .get<std::string>(0, 0);
   }
 
   serve::Server* signed_ = nullptr;
@@ -61,7 +96,8 @@ TEST_F(ServeCallbackTest, ASignedCallbackCompletesTheJobAndARepeatIsStale) {
   EXPECT_EQ(body["job_id"], id);
   EXPECT_EQ(body["state"], "completed");
   EXPECT_EQ(state_of(id), "completed");
-  std::tie(status, body) = call(*signed_, path, "{}");
+  // A new request (signed anew, at another second) finds the attempt ended: stale.
+  std::tie(status, body) = call(*signed_, path, "{}", kCallbackSecret, now_s() + 1);
   EXPECT_EQ(status, 409) << body;
   EXPECT_EQ(body["stale"], true);
   EXPECT_EQ(state_of(id), "completed");
@@ -120,7 +156,9 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   // Another secret.
   std::tie(status, body) = call(*signed_, path, "{}", std::string("not-the-secret-0123456"));
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(body["error"], "callback signature does not match the body");
+  EXPECT_NE(body["error"].get<std::string>().find("callback signature does not match the request"),
+            std::string::npos)
+      << body;
   // A signature over another body.
   {
     const auto t = now_s();
@@ -134,6 +172,14 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   // Replayed outside the window.
   std::tie(status, body) = call(*signed_, path, "{}", kCallbackSecret, now_s() - 301);
   EXPECT_EQ(status, 401) << body;
+  // A timestamp spelled another way than it was signed.
+  {
+    const auto t = now_s();
+    httplib::Headers h{{kCallbackTimestampHeader, "0" + std::to_string(t)},
+                       {kCallbackSignatureHeader, sign(kCallbackSecret, t, path, "{}")}};
+    std::tie(status, body) = send(*signed_, path, h, "{}");
+    EXPECT_EQ(status, 401) << body;
+  }
   // The session token is not a callback credential, and the dashboard server (no
   // callback secret) has no callback endpoint.
   {
@@ -147,6 +193,14 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   std::tie(status, body) = call(ro, path, "{}");
   EXPECT_EQ(status, 403) << body;
   EXPECT_EQ(state_of(id), "waiting");
+  // A signed body under another Content-Type than JSON (which the routes would not read,
+  // or would read as parameters beside the query's): 415.
+  {
+    const auto h = signed_headers(now_s(), path, "{}");
+    std::tie(status, body) = send(*signed_, path, h, "{}", "text/plain");
+    EXPECT_EQ(status, 415) << body;
+  }
+  EXPECT_EQ(state_of(id), "waiting");
   // A malformed id: 400 from the API's validation.
   std::tie(status, body) = call(*signed_, "/api/callbacks/nope/complete", "{}");
   EXPECT_EQ(status, 400) << body;
@@ -154,6 +208,135 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   std::tie(status, body) = call(*signed_, path, "{}");
   EXPECT_EQ(status, 200) << body;
   EXPECT_EQ(state_of(id), "completed");
+}
+
+// Issue 31: a captured signed request replayed to another callback id is refused, and the
+// other job is left waiting. (The signature covered the timestamp and body only.)
+TEST_F(ServeCallbackTest, AReplayToAnotherCallbackIdIsRefusedAndChangesNothing) {
+  JobId id_a = 0;
+  JobId id_b = 0;
+  const auto a = waiting_job("cbq", &id_a);
+  const auto b = waiting_job("cbq", &id_b);
+  const std::string target_a = "/api/callbacks/" + a + "/complete";
+  const auto captured = signed_headers(now_s(), target_a, "{}");
+  auto [status, body] = send(*signed_, target_a, captured, "{}");
+  ASSERT_EQ(status, 200) << body;
+  std::tie(status, body) = send(*signed_, "/api/callbacks/" + b + "/complete", captured, "{}");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(state_of(id_b), "waiting");
+  // Before the original arrives too: a signature names its id.
+  JobId id_c = 0;
+  const auto c = waiting_job("cbq", &id_c);
+  const auto early = signed_headers(now_s(), "/api/callbacks/" + c + "/complete", "{}");
+  std::tie(status, body) = send(*signed_, "/api/callbacks/" + b + "/complete", early, "{}");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(state_of(id_b), "waiting");
+  EXPECT_EQ(state_of(id_c), "waiting");
+}
+
+// Issue 31: a captured heartbeat replayed as a fail (or a complete) of the same callback
+// is refused: the action is signed.
+TEST_F(ServeCallbackTest, AReplayToAnotherActionIsRefusedAndChangesNothing) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string heartbeat = "/api/callbacks/" + cb + "/heartbeat";
+  const auto captured = signed_headers(now_s(), heartbeat, "{}");
+  auto [status, body] = send(*signed_, heartbeat, captured, "{}");
+  ASSERT_EQ(status, 200) << body;
+  const auto times = callback_times(cb);
+  std::tie(status, body) = send(*signed_, "/api/callbacks/" + cb + "/fail", captured, "{}");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  std::tie(status, body) = send(*signed_, "/api/callbacks/" + cb + "/complete", captured, "{}");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(admin().job(ac(), id)->summary.attempt, 1);
+  EXPECT_EQ(callback_times(cb), times);
+}
+
+// Issue 31: query parameters the route reads (timeout_s; error and retryable) rode
+// unsigned: one added to a captured empty heartbeat set the callback timeout.
+TEST_F(ServeCallbackTest, AReplayWithAnAddedQueryParameterIsRefusedAndChangesNothing) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string heartbeat = "/api/callbacks/" + cb + "/heartbeat";
+  const auto times = callback_times(cb);
+  // Captured before delivery (the refusal is the signature's, not the replay cache's).
+  const auto captured = signed_headers(now_s(), heartbeat, "");
+  auto [status, body] = send(*signed_, heartbeat + "?timeout_s=1", captured, "");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(callback_times(cb), times);
+  const std::string fail = "/api/callbacks/" + cb + "/fail";
+  const auto fail_captured = signed_headers(now_s(), fail, R"({"error":"declined"})");
+  std::tie(status, body) =
+      send(*signed_, fail + "?retryable=false", fail_captured, R"({"error":"declined"})");
+  EXPECT_EQ(status, 401) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  // The original, delivered as signed, is accepted and leaves the timeout where it was.
+  std::tie(status, body) = send(*signed_, heartbeat, captured, "");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(callback_times(cb).substr(0, times.find(' ')), times.substr(0, times.find(' ')));
+}
+
+// Issue 31: the same signed heartbeat delivered twice (within the 300 s window) extended
+// the callback timeout twice. The second is refused and changes nothing.
+TEST_F(ServeCallbackTest, TheSameHeartbeatTwiceIsRefusedTheSecondTime) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string heartbeat = "/api/callbacks/" + cb + "/heartbeat";
+  const std::string json = R"({"timeout_s": 7200})";
+  const auto captured = signed_headers(now_s(), heartbeat, json);
+  auto [status, body] = send(*signed_, heartbeat, captured, json);
+  ASSERT_EQ(status, 200) << body;
+  const auto times = callback_times(cb);
+  // now() moves on between the two: an applied replay would move the timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::tie(status, body) = send(*signed_, heartbeat, captured, json);
+  EXPECT_EQ(status, 409) << body;
+  EXPECT_EQ(body["replayed"], true) << body;
+  EXPECT_EQ(callback_times(cb), times);
+  EXPECT_EQ(state_of(id), "waiting");
+}
+
+// The query is signed with the rest: a sender may pass the parameters there, in any
+// order and spelling, and the route reads exactly what was signed.
+TEST_F(ServeCallbackTest, SignedQueryParametersAreAccepted) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string heartbeat = "/api/callbacks/" + cb + "/heartbeat?timeout_s=7200";
+  auto [status, body] = send(*signed_, heartbeat, signed_headers(now_s(), heartbeat, ""), "");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  const std::string fail = "/api/callbacks/" + cb + "/fail";
+  // Signed as "error=rejected+upstream&retryable=false", sent in another order and spelling.
+  const auto h = signed_headers(now_s(), fail + "?error=rejected+upstream&retryable=false", "");
+  std::tie(status, body) =
+      send(*signed_, fail + "?retryable=false&error=rejected%20upstream", h, "");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(body["state"], "failed");
+  const auto d = admin().job(ac(), id);
+  ASSERT_TRUE(d && !d->errors.empty());
+  EXPECT_EQ(d->errors.back().error, "rejected upstream");
+}
+
+// A signed JSON body sent with another Content-Type would be ignored by the route (a fail
+// with `retryable: false` becoming a retryable one): refused instead, nothing changed.
+TEST_F(ServeCallbackTest, AnUnsignedContentTypeCannotChangeWhatTheBodySays) {
+  JobId id = 0;
+  const auto cb = waiting_job("cbq", &id);
+  const std::string fail = "/api/callbacks/" + cb + "/fail";
+  const std::string json = R"({"error": "declined", "retryable": false})";
+  const auto h = signed_headers(now_s(), fail, json);
+  auto [status, body] = send(*signed_, fail, h, json, "text/plain");
+  EXPECT_EQ(status, 415) << body;
+  std::tie(status, body) =
+      send(*signed_, fail, h, "error=declined", "application/x-www-form-urlencoded");
+  EXPECT_EQ(status, 415) << body;
+  EXPECT_EQ(state_of(id), "waiting");
+  // Not consumed by the refusals: the request as signed still goes through, once.
+  std::tie(status, body) = send(*signed_, fail, h, json);
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(body["state"], "failed");
 }
 
 }  // namespace
