@@ -192,12 +192,11 @@ struct Server::Impl : detail::Router {
     const std::string_view path = target.substr(0, target.find('?'));
     if (path.empty() || path.front() != '/')
       throw HttpError(400, "the request target must begin with the path");
-    const std::string query = callback_query_string(
-        std::vector<CallbackQueryParam>(req.params.begin(), req.params.end()));
     CallbackRequest signed_request;
     signed_request.method = req.method;
-    signed_request.path = path;
-    signed_request.query = query;
+    signed_request.path = std::string(path);
+    signed_request.query = callback_query_string(
+        std::vector<CallbackQueryParam>(req.params.begin(), req.params.end()));
     signed_request.body = req.body;
     if (!callback_signature_valid(*options.callback_secret, ts, signed_request, signature, now))
       throw HttpError(401,

@@ -38,18 +38,18 @@ inline constexpr std::chrono::seconds kCallbackMaxSkew{300};
 // of one scheme ever verifies under another.
 inline constexpr std::string_view kCallbackSigningScheme = "awa-callback-v1";
 
-// One request as the sender sends it (and as the receiver got it). The views must
-// outlive the calls that take the request.
+// One request as the sender sends it (and as the receiver got it). It owns its bytes:
+// a body is small, and views into a sender's temporaries would dangle.
 struct CallbackRequest {
-  std::string_view method = "POST";
+  std::string method = "POST";
   // The path of the request target as sent, without the query: "/api/callbacks/<id>/fail".
   // It must not hold a line feed (HTTP cannot carry one there anyway).
-  std::string_view path;
+  std::string path;
   // The query string as sent, without the '?' ("" for none); any order, any valid
   // percent-encoding: it is signed in canonical form (callback_canonical_query).
-  std::string_view query;
+  std::string query;
   // The body's bytes exactly as sent ("" for none).
-  std::string_view body;
+  std::string body;
 };
 
 // The request for `target` ("path" or "path?query"; a "#fragment" is dropped).

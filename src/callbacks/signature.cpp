@@ -71,10 +71,10 @@ CallbackRequest callback_request(std::string_view method, std::string_view targe
   target = target.substr(0, target.find('#'));
   const auto q = target.find('?');
   CallbackRequest r;
-  r.method = method;
-  r.path = target.substr(0, q);
-  r.query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
-  r.body = body;
+  r.method = std::string(method);
+  r.path = std::string(target.substr(0, q));
+  r.query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+  r.body = std::string(body);
   return r;
 }
 

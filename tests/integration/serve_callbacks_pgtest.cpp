@@ -162,10 +162,11 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   // A signature over another body.
   {
     const auto t = now_s();
+    const std::string fail = "/api/callbacks/" + cb + "/fail";
     httplib::Headers h{{kCallbackTimestampHeader, std::to_string(t)},
-                       {kCallbackSignatureHeader, callback_signature(kCallbackSecret, t, "{}")}};
+                       {kCallbackSignatureHeader, sign(kCallbackSecret, t, fail, "{}")}};
     auto c = client(*signed_);
-    auto r = c.Post("/api/callbacks/" + cb + "/fail", h, R"({"error":"x"})", "application/json");
+    auto r = c.Post(fail, h, R"({"error":"x"})", "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 401) << r->body;
   }

@@ -52,7 +52,9 @@ TEST(CallbackSignatureTest, CanonicalQueryDecodesSortsAndReencodes) {
 }
 
 TEST(CallbackSignatureTest, TheStringToSignNamesEveryPartOfTheRequest) {
-  const auto r = callback_request("POST", std::string(kPath) + "/heartbeat?b=2&a=1#frag", "{}");
+  // The request views its target: the string must outlive it.
+  const std::string target = std::string(kPath) + "/heartbeat?b=2&a=1#frag";
+  const auto r = callback_request("POST", target, "{}");
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.path, std::string(kPath) + "/heartbeat");
   EXPECT_EQ(r.query, "b=2&a=1");
