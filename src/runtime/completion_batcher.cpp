@@ -5,9 +5,23 @@
 #include <spdlog/spdlog.h>
 
 #include "awa/error.hpp"
+#include "awa/metrics.hpp"
+#include "pg/error_map.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::runtime {
+namespace {
+
+constexpr std::chrono::milliseconds kMaxBackoff{1000};
+// A server-wide failure is logged at error level at most this often (each retry at debug).
+constexpr std::chrono::seconds kAlarmEvery{10};
+
+bool server_wide(const Error& e) {
+  return !e.sqlstate().empty() &&
+         pg::classify_sqlstate(e.sqlstate()).kind == pg::ErrorKind::kServerWide;
+}
+
+}  // namespace
 
 CompletionBatcher::CompletionBatcher(pg::Pool& pool, QueueStorage& store,
                                      CompletionBatcherOptions options, ResultCallback on_result)
@@ -93,7 +107,15 @@ void CompletionBatcher::run() {
 
 void CompletionBatcher::write_once(std::span<const Completion> batch) {
   auto conn = pool_.acquire();
-  const auto results = storage::consumer(store_).complete(*conn, batch);
+  std::vector<CompletionResult> results;
+  try {
+    results = storage::consumer(store_).complete(*conn, batch);
+  } catch (const Error& e) {
+    // A session on a read-only server (25006 after a fail-over) stays there: the next try
+    // needs a new connection, which may reach the new primary.
+    if (server_wide(e) && e.retry() == Retry::kRetryCall) conn->close();
+    throw;
+  }
   std::uint64_t stale = 0;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     if (results[i].stale()) ++stale;
@@ -112,14 +134,68 @@ void CompletionBatcher::drop(std::size_t rows, const std::exception& e) {
   stats_.dropped += rows;
 }
 
+bool CompletionBatcher::hold(std::size_t rows, const Error& e, int attempt,
+                             std::chrono::milliseconds backoff,
+                             std::optional<std::chrono::steady_clock::time_point>& drain_give_up) {
+  metrics::engine().completion_flush_server_errors.with({e.sqlstate()}).inc();
+  const auto now = std::chrono::steady_clock::now();
+  bool alarm = false;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.server_errors;
+    // Someone waits for these rows (flush(), ~CompletionBatcher): from now on retry_for
+    // bounds the wait, as for any retryable error.
+    if (stopping_ || flush_target_ > done_below()) {
+      if (!drain_give_up) drain_give_up = now + options_.retry_for;
+      if (now + backoff > *drain_give_up) {
+        ++stats_.failed_flushes;
+        stats_.dropped += rows;
+        spdlog::error(
+            "completion flush of {} rows still failing with SQLSTATE {} while stopping, left to "
+            "rescue: {}",
+            rows, e.sqlstate(), e.what());
+        return false;
+      }
+    }
+    ++stats_.retries;
+    alarm = !last_alarm_ || now - *last_alarm_ >= kAlarmEvery;
+    if (alarm) last_alarm_ = now;
+  }
+  if (alarm) {
+    spdlog::error(
+        "completion flush of {} rows failed with SQLSTATE {}, an error of the server or schema, "
+        "not of a row: the rows are kept and retried until it is fixed (attempt {}): {}",
+        rows, e.sqlstate(), attempt, e.what());
+  } else {
+    spdlog::debug("completion flush of {} rows: SQLSTATE {} again (attempt {}), retrying in {} ms",
+                  rows, e.sqlstate(), attempt, backoff.count());
+  }
+  return true;
+}
+
 void CompletionBatcher::write(std::span<const Completion> batch) {
   const auto give_up = std::chrono::steady_clock::now() + options_.retry_for;
   auto backoff = std::chrono::milliseconds(10);
+  std::optional<std::chrono::steady_clock::time_point> drain_give_up;
+  bool held = false;
   for (int attempt = 1;; ++attempt) {
     try {
       write_once(batch);
+      if (held) {
+        spdlog::info("completion flush of {} rows written after {} attempts", batch.size(),
+                     attempt);
+      }
       return;
     } catch (const Error& e) {
+      if (server_wide(e)) {
+        // Not a row's fault: bisecting would fail every half the same way and drop the
+        // rows one by one; keep them all and try again.
+        if (!hold(batch.size(), e, attempt, backoff, drain_give_up)) return;
+        held = true;
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, kMaxBackoff);
+        continue;
+      }
       if (e.retry() == Retry::kDoNotRetry) {
         if (batch.size() == 1) {
           drop(1, e);
@@ -148,7 +224,7 @@ void CompletionBatcher::write(std::span<const Completion> batch) {
         ++stats_.retries;
       }
       std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      backoff = std::min(backoff * 2, kMaxBackoff);
     } catch (const std::exception& e) {
       // Not from the database (out of memory, a bug in a result callback): nothing to
       // learn from retrying, and the batcher thread must survive it.

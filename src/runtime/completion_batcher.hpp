@@ -14,11 +14,18 @@
 // serialization failure) is retried with the same rows, with a growing pause, for up to
 // retry_for; completions are idempotent on (job_id, run_lease), so a retry after an
 // unknown commit outcome finds the rows that did land closed, reports them as stale and
-// changes nothing. A flush that fails with any other error is split in halves and each
-// half written on its own, down to single rows, so one row the server rejects costs that
-// row alone and not the up to max_batch others. A row still failing, or a flush still
-// failing when retry_for is over, is dropped and counted: its attempt stays open and
-// heartbeat/deadline rescue retries the job (at-least-once).
+// changes nothing. A flush that fails with a server-wide error (pg::ErrorKind::kServerWide:
+// a read-only server after a fail-over, a dropped database, the completion function
+// missing or ambiguous, a refused feature) says nothing about its rows: it is neither
+// split nor dropped but retried, without the retry_for bound, until the cause is gone —
+// logged at error level and counted (awa_completion_flush_server_errors_total{sqlstate})
+// so an operator is alarmed; only once a flush() or the destructor waits for the rows
+// does retry_for bound it again, so stopping cannot hang on an outage. A flush that fails
+// with any other error is split in halves and each half written on its own, down to
+// single rows, so one row the server rejects costs that row alone and not the up to
+// max_batch others. A row still failing, or a flush still failing when its retries are
+// over, is dropped and counted: its attempt stays open and heartbeat/deadline rescue
+// retries the job (at-least-once).
 //
 // Thread safety: submit(), flush() and stats() may be called from any thread.
 #pragma once
@@ -29,11 +36,13 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "awa/error.hpp"
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/pool.hpp"
@@ -47,7 +56,8 @@ struct CompletionBatcherOptions {
   std::chrono::microseconds flush_interval{1000};
   // How long a flush failing with retryable errors is retried before its rows are dropped
   // to rescue. Longer than a typical server restart; shorter than the stale timeout is
-  // pointless to exceed, since rescue closes the attempts after it. Default: 30 s.
+  // pointless to exceed, since rescue closes the attempts after it. Server-wide errors
+  // are retried past it, until a flush() or the destructor waits. Default: 30 s.
   std::chrono::milliseconds retry_for{30000};
   // Writer threads (flushes in flight at once). Default: 1.
   int writers = 1;
@@ -64,7 +74,8 @@ class CompletionBatcher {
     std::uint64_t written = 0;  // applied, including stale
     std::uint64_t stale = 0;
     std::uint64_t flushes = 0;
-    std::uint64_t retries = 0;         // flushes repeated after a retryable error
+    std::uint64_t retries = 0;         // flushes repeated after a retryable or server-wide error
+    std::uint64_t server_errors = 0;   // flushes failed by a server-wide error (rows kept)
     std::uint64_t splits = 0;          // flushes split after a non-retryable error
     std::uint64_t failed_flushes = 0;  // dropped: retries exhausted, or a lone row rejected
     std::uint64_t dropped = 0;         // rows in dropped flushes
@@ -88,6 +99,11 @@ class CompletionBatcher {
   // One attempt at writing `batch`; rethrows what QueueStorage::complete throws.
   void write_once(std::span<const Completion> batch);
   void drop(std::size_t rows, const std::exception& e);
+  // Counts and reports a server-wide failure of a flush of `rows` rows; false when the
+  // rows must be given up now because a flush() or the destructor waits for them and
+  // `*drain_give_up` (set on the first such call) has passed.
+  bool hold(std::size_t rows, const Error& e, int attempt, std::chrono::milliseconds backoff,
+            std::optional<std::chrono::steady_clock::time_point>& drain_give_up);
 
   pg::Pool& pool_;
   QueueStorage& store_;
@@ -106,6 +122,9 @@ class CompletionBatcher {
   std::uint64_t flush_target_ = 0;          // a flush() waits for done_below() >= this
   Stats stats_;
   bool stopping_ = false;
+  // When a server-wide failure was last logged at error level (one line per interval for
+  // all writers, not one per retry). Guarded by mu_.
+  std::optional<std::chrono::steady_clock::time_point> last_alarm_;
   std::vector<std::thread> threads_;
 
   // Every row numbered below this is written (or dropped). REQUIRES: mu_ held.
