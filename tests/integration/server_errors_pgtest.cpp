@@ -61,7 +61,7 @@ class ServerWideErrorTest : public StorageTest, public ::testing::WithParamInter
   void break_close_attempts(const std::string& state) {
     const auto r = conn().query(
         "SELECT p.oid::regprocedure::text, pg_get_function_identity_arguments(p.oid), "
-        "pg_get_function_result(p.oid) FROM pg_proc p "
+        "pg_get_function_result(p.oid), pg_get_function_arguments(p.oid) FROM pg_proc p "
         "WHERE p.proname = 'close_attempts' AND p.pronamespace = $1::regnamespace",
         quoted_schema());
     ASSERT_EQ(r.rows(), 1);
@@ -69,10 +69,12 @@ class ServerWideErrorTest : public StorageTest, public ::testing::WithParamInter
         fmt::format("ALTER FUNCTION {} RENAME TO close_attempts_held", r.get<std::string>(0, 0)));
     held_args_ = r.get<std::string>(0, 1);
     if (state == "42883") return;
+    // With the real one's defaults (pg_get_function_arguments), so that the batcher's call,
+    // which leaves the defaulted parameters out, resolves to the stand-in.
     conn().exec(fmt::format(
         "CREATE FUNCTION close_attempts({}) RETURNS {} LANGUAGE plpgsql AS $f$ BEGIN "
         "RAISE EXCEPTION 'stand-in for a server-wide failure' USING ERRCODE = '{}'; END $f$",
-        held_args_, r.get<std::string>(0, 2), state));
+        r.get<std::string>(0, 3), r.get<std::string>(0, 2), state));
   }
 
   void restore_close_attempts(const std::string& state) {
@@ -143,7 +145,7 @@ TEST_P(ServerWideErrorTest, CompletionsAreKeptAndWrittenOnceTheCauseIsGone) {
 
 INSTANTIATE_TEST_SUITE_P(States, ServerWideErrorTest,
                          ::testing::Values("25006", "57P04", "42725", "42883", "0A000"),
-                         [](const auto& info) { return std::string("sqlstate_") + info.param; });
+                         [](const auto& param) { return std::string("sqlstate_") + param.param; });
 
 }  // namespace
 }  // namespace awa::testing
