@@ -12,6 +12,8 @@
 //   echo   logs its args and completes
 //   flaky  {"fail_attempts": N, "retry_ms": M}: a retryable failure (retried after M ms)
 //          on attempts 1..N, then completes (defaults 1 and 100): a retry that succeeds
+//   park   {"timeout_ms": N}: parks the attempt waiting for an external callback (default
+//          1 h); `awa callback complete|fail ID` or a signed POST ends it
 #include <unistd.h>
 
 #include <cerrno>
@@ -94,6 +96,13 @@ JobResult sleep_job(JobContext& job) {
   return JobResult::completed();
 }
 
+// Parks the attempt waiting for an external callback (args "timeout_ms", default 1 h):
+// another system, or `awa callback complete ID`, ends it.
+JobResult park_job(JobContext& job) {
+  return JobResult::wait_for_callback(
+      std::chrono::milliseconds(job.args().value("timeout_ms", 3'600'000L)));
+}
+
 JobResult fail_job(JobContext& job) {
   const auto mode = job.args().value("mode", std::string("retryable"));
   if (mode == "terminal") return JobResult::failed("fail job (terminal)", false);
@@ -152,6 +161,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   client.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
   client.register_worker("sleep", sleep_job);
   client.register_worker("fail", fail_job);
+  client.register_worker("park", park_job);
   client.register_worker("flaky", flaky_job);
   client.register_worker("echo", [](JobContext& job) {
     spdlog::info("echo: job {} (attempt {}) args {}", job.job_id(), job.attempt(),
@@ -200,8 +210,8 @@ int work(const Context& ctx, const WorkArgs& a) {
 
 void add_work(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<WorkArgs>();
-  auto* cmd =
-      app.add_subcommand("work", "run workers (built-in kinds: noop, sleep, fail, echo, flaky)");
+  auto* cmd = app.add_subcommand(
+      "work", "run workers (built-in kinds: noop, sleep, fail, echo, flaky, park)");
   cmd->add_option("--queue,-q", a->queues, "queue to work, as NAME or NAME:MAX_WORKERS (repeat)")
       ->required();
   cmd->add_option("--max-workers", a->max_workers,

@@ -38,9 +38,11 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "ledger.hpp"
+#include "parked.hpp"
 #include "pg/connection.hpp"
 #include "processes.hpp"
 #include "producers.hpp"
+#include "schedule.hpp"
 #include "sql_files.hpp"
 #include "sql_producers.hpp"
 
@@ -65,6 +67,7 @@ struct Options {
   int sql_producers = 1;
   std::string sql_producer_script;
   bool huge_numbers = false;
+  int parked = 1000;
   double rate = 20.0;
   int max_faults = 40;
   int drain_seconds = 60;
@@ -73,56 +76,6 @@ struct Options {
   bool no_restart = false;
   bool check_only = false;
 };
-
-enum class FaultKind { kKillWorker, kStopWorker, kTerminateBackends, kTerminateLeader, kRestart };
-constexpr std::array kAllFaults = {FaultKind::kKillWorker, FaultKind::kStopWorker,
-                                   FaultKind::kTerminateBackends, FaultKind::kTerminateLeader,
-                                   FaultKind::kRestart};
-
-const char* name(FaultKind k) {
-  switch (k) {
-    case FaultKind::kKillWorker:
-      return "kill-worker";
-    case FaultKind::kStopWorker:
-      return "stop-worker";
-    case FaultKind::kTerminateBackends:
-      return "terminate-backends";
-    case FaultKind::kTerminateLeader:
-      return "terminate-leader";
-    case FaultKind::kRestart:
-      return "restart-immediate";
-  }
-  return "?";
-}
-
-struct PlannedFault {
-  milliseconds at;  // from the start of the fault phase
-  FaultKind kind;
-};
-
-// The schedule: every kind once (shuffled) first, then weighted random picks; gaps leave
-// each fault time to play out (a restart takes seconds, a stop lasts past the stale
-// timeout). Bounded by max_faults and by the window [4 s, seconds - 8 s].
-std::vector<PlannedFault> plan(const Options& o, std::mt19937_64& rng) {
-  std::vector<PlannedFault> out;
-  std::vector<FaultKind> first(kAllFaults.begin(), kAllFaults.end());
-  if (o.no_restart) std::erase(first, FaultKind::kRestart);
-  std::shuffle(first.begin(), first.end(), rng);
-  std::discrete_distribution<int> weighted({3.0, 2.0, 3.0, 2.0, o.no_restart ? 0.0 : 1.0});
-  const auto end = milliseconds(std::max(0, o.seconds - 8) * 1000L);
-  auto t = milliseconds(4000 + static_cast<long>(rng() % 1000));
-  while (t <= end && static_cast<int>(out.size()) < o.max_faults) {
-    const auto kind = out.size() < first.size()
-                          ? first[out.size()]
-                          : kAllFaults[static_cast<std::size_t>(weighted(rng))];
-    out.push_back({t, kind});
-    long gap = 2000 + static_cast<long>(rng() % 3000);
-    if (kind == FaultKind::kRestart) gap += 8000;
-    if (kind == FaultKind::kStopWorker) gap = std::max(gap, o.stale_ms + 3000);
-    t += milliseconds(gap);
-  }
-  return out;
-}
 
 struct Slot {
   pid_t pid = 0;
@@ -410,6 +363,13 @@ int Harness::run() {
 
   slots_.resize(static_cast<std::size_t>(o_.workers));
   for (std::size_t i = 0; i < slots_.size(); ++i) spawn_worker(i);
+  // Parked callbacks first: the faults must meet a rescue that has them to look past.
+  ParkedCallbacks parked({o_.url, o_.queue, o_.parked, 20, 1000});
+  parked.start();
+  if (!parked.wait_parked(std::chrono::seconds(60)))
+    say(fmt::format("not all {} park jobs parked within 60 s", o_.parked));
+  else if (o_.parked > 0)
+    say(fmt::format("{} attempts parked waiting for callbacks", o_.parked));
   Producers producers({o_.url, o_.queue, o_.producers, o_.rate, o_.seed});
   producers.start();
   SqlProducers sql_producers({o_.sql_producer_script, o_.url, o_.queue, o_.producers,
@@ -417,7 +377,7 @@ int Harness::run() {
                               o_.seed, o_.huge_numbers, o_.log_dir});
   sql_producers.start();
 
-  const auto schedule = plan(o_, rng_);
+  const auto schedule = plan({o_.seconds, o_.max_faults, o_.stale_ms, o_.no_restart}, rng_);
   say(fmt::format("{} faults planned", schedule.size()));
   const auto phase_start = Clock::now();
   const auto phase_end = phase_start + std::chrono::seconds(o_.seconds);
@@ -442,10 +402,13 @@ int Harness::run() {
   }
   producers.stop();
   sql_producers.stop();
+  parked.stop();
   auto pstats = producers.stats();
   auto produced = producers.results();
   const auto from_sql = sql_producers.results(pstats);
   produced.insert(produced.end(), from_sql.begin(), from_sql.end());
+  const auto from_parked = parked.results();
+  produced.insert(produced.end(), from_parked.begin(), from_parked.end());
   say(
       fmt::format("producers stopped: {} jobs committed ({} by SQL producers), {} with an "
                   "unknown commit outcome, {} C++ transactions rolled back, {} C++ connects, "
@@ -459,6 +422,7 @@ int Harness::run() {
   std::int64_t left = 0;
   for (;;) {
     tend_workers();
+    parked.answer_waiting();  // the other system answers whatever parked since
     try {
       left = unfinished(o_.url, o_.queue);
     } catch (const awa::Error&) {
@@ -468,6 +432,13 @@ int Harness::run() {
     std::this_thread::sleep_for(milliseconds(500));
   }
   say(fmt::format("drain: {} of the queue's jobs not finished ({} committed)", left, committed));
+  const auto ps = parked.stats();
+  say(
+      fmt::format("parked callbacks: {} park jobs, at most {} parked at once, {} completed by "
+                  "callback, {} callbacks stale, {} errors",
+                  ps.enqueued, ps.max_waiting, ps.resolved, ps.stale, ps.errors));
+  for (const auto& m : ps.messages) say("PRODUCER ERROR " + m);
+  pstats.errors += ps.errors;
   stop_workers();
 
   auto r = check_ledger(admin(), o_.url, o_.queue);
@@ -540,6 +511,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sql-producer-script", o.sql_producer_script,
                  "path of tools/chaos/sql_producer.py (none: no SQL producers)");
+  app.add_option("--parked", o.parked,
+                 "park jobs kept waiting for callbacks during the run (0: none)")
+      ->capture_default_str();
   app.add_flag("--huge-numbers", o.huge_numbers,
                "SQL producers put numbers beyond a double's range (1e400) in metadata");
   app.add_option("--rate", o.rate, "enqueue transactions per second per producer")

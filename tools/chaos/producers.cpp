@@ -20,8 +20,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kKeysPerProducer = 4;
 
-// Whether a failure is one the faults cause: the connection was lost or refused, or the
-// server is shutting down, restarting or recovering.
+}  // namespace
+
 bool caused_by_fault(const std::exception& e) {
   if (dynamic_cast<const awa::ConnectionError*>(&e) != nullptr) return true;
   const auto* err = dynamic_cast<const awa::Error*>(&e);
@@ -30,15 +30,12 @@ bool caused_by_fault(const std::exception& e) {
   return state.empty() || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0;
 }
 
-// Sleeps up to `d`, returning early when `stop` is set.
 void nap(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
   const auto until = Clock::now() + d;
   while (!stop.load() && Clock::now() < until)
     std::this_thread::sleep_for(
         std::min<Clock::duration>(std::chrono::milliseconds(10), until - Clock::now()));
 }
-
-}  // namespace
 
 Producers::Producers(ProducerOptions options)
     : options_(std::move(options)),
@@ -106,7 +103,8 @@ void Producers::run(int index) {
 
     // The mix, per job: keyed and unkeyed noop, jobs that retry then succeed (flaky), jobs
     // that exhaust their attempts (fail), slow jobs (sleep, long enough to be caught running
-    // by a fault). Per transaction: one to four calls of one to three jobs each.
+    // by a fault; a few for seconds, past the stale timeout). Per transaction: one to four calls of
+    // one to three jobs each.
     const auto make = [&]() {
       ProducedJob pj;
       pj.producer = index;
@@ -134,7 +132,9 @@ void Producers::run(int index) {
         opts.max_attempts = 2;
       } else {
         pj.kind = "sleep";
-        args["ms"] = 100 + static_cast<int>(unit(rng) * 300);
+        // One in ten a long handler: longer than the stale timeout, alive by heartbeats.
+        args["ms"] = unit(rng) < 0.1 ? 2500 + static_cast<int>(unit(rng) * 2500)
+                                     : 100 + static_cast<int>(unit(rng) * 300);
         keyed = unit(rng) < 0.5;
       }
       if (keyed) {

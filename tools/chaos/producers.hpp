@@ -18,13 +18,22 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace chaos {
+
+// Whether a failure is one the faults cause: the connection was lost or refused, or the
+// server is shutting down, restarting or recovering.
+bool caused_by_fault(const std::exception& e);
+
+// Sleeps up to `d`, returning early when `stop` is set.
+void nap(const std::atomic<bool>& stop, std::chrono::milliseconds d);
 
 enum class CommitState { kCommitted, kUnknown };
 
