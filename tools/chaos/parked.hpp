@@ -7,8 +7,8 @@
 // start() enqueues `count` of them; then a resolver thread plays the other system: every
 // turn it completes a few parked attempts through Admin::complete_external and enqueues as
 // many new ones, so about `count` wait at any time while faults go on. After stop(), the
-// drain calls answer_waiting() until the queue is empty, completing whatever parks. Every job is recorded
-// for the ledger like a producer's (producer number `producer_index`).
+// drain calls answer_waiting() until the queue is empty, completing whatever parks. Every job is
+// recorded for the ledger like a producer's (producer number `producer_index`).
 //
 // Thread safety: start(), stop(), answer_waiting() and results() from one thread.
 #pragma once
@@ -30,17 +30,17 @@ namespace chaos {
 struct ParkedOptions {
   std::string url;
   std::string queue;
-  int count = 1000;            // parked at any time (about)
-  int turnover_per_s = 20;     // completed and replaced per second during the run
-  int producer_index = 1000;   // the ledger's producer number for these jobs
+  int count = 1000;           // parked at any time (about)
+  int turnover_per_s = 20;    // completed and replaced per second during the run
+  int producer_index = 1000;  // the ledger's producer number for these jobs
 };
 
 struct ParkedStats {
   std::int64_t enqueued = 0;
-  std::int64_t resolved = 0;    // complete_external calls that ended a waiting attempt
-  std::int64_t stale = 0;       // ... that found it ended already (rescued, say)
-  std::int64_t errors = 0;      // failures the faults do not explain
-  std::int64_t max_waiting = 0; // most attempts seen parked at once
+  std::int64_t resolved = 0;     // complete_external calls that ended a waiting attempt
+  std::int64_t stale = 0;        // ... that found it ended already (rescued, say)
+  std::int64_t errors = 0;       // failures the faults do not explain
+  std::int64_t max_waiting = 0;  // most attempts seen parked at once
   std::vector<std::string> messages;
 };
 

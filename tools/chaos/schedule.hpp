@@ -19,7 +19,7 @@ struct PlannedFault {
 };
 
 struct ScheduleOptions {
-  int seconds = 60;     // length of the fault phase
+  int seconds = 60;  // length of the fault phase
   int max_faults = 40;
   long stale_ms = 2000;  // the workers' stale timeout: a stopped worker outlasts it
   bool no_restart = false;
