@@ -66,7 +66,7 @@ struct Options {
   int producers = 3;
   int sql_producers = 1;
   std::string sql_producer_script;
-  bool huge_numbers = false;
+  bool huge_numbers = true;
   int parked = 1000;
   double rate = 20.0;
   int max_faults = 40;
@@ -514,8 +514,9 @@ int main(int argc, char** argv) {
   app.add_option("--parked", o.parked,
                  "park jobs kept waiting for callbacks during the run (0: none)")
       ->capture_default_str();
-  app.add_flag("--huge-numbers", o.huge_numbers,
-               "SQL producers put numbers beyond a double's range (1e400) in metadata");
+  app.add_flag("--huge-numbers,!--no-huge-numbers", o.huge_numbers,
+               "SQL producers put numbers beyond a double's range (1e400) in metadata "
+               "(default on)");
   app.add_option("--rate", o.rate, "enqueue transactions per second per producer")
       ->capture_default_str();
   app.add_option("--max-faults", o.max_faults, "cap on injected faults")->capture_default_str();
