@@ -182,7 +182,8 @@ struct ClientOptions {
   std::string schema = "awa";
   // Migrate the schema at start(). Default: true.
   bool migrate = true;
-  // Connections for claims, completions, heartbeats and maintenance. Default: 8.
+  // Pooled connections for heartbeats, handlers' calls (set_progress, callbacks, inserts)
+  // and wake-ups; claimers, completion writers and maintenance have their own. Default: 8.
   std::size_t pool_size = 8;
   // Cap on concurrent handlers over all queues; 0 = the sum of the queues' max_workers.
   int max_workers = 0;
@@ -211,7 +212,9 @@ struct ClientOptions {
   // Completion batcher. Defaults: 512 rows or 1 ms.
   std::size_t completion_batch = 512;
   std::chrono::microseconds completion_flush{1000};
-  // Completion flushes in flight at once (each on a pool connection). Default: 2.
+  // Completion flushes in flight at once, each on a connection of its own (not from the
+  // pool: handlers that hold or wait for pool connections never delay completions).
+  // Default: 2.
   int completion_writers = 2;
   // Run the maintenance leader election in this process. Default: true.
   bool maintenance = true;

@@ -1,6 +1,7 @@
 // awa::Client: configuration, lifecycle (start, graceful stop) and statistics.
 #include "runtime/client_impl.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <spdlog/spdlog.h>
@@ -30,6 +31,8 @@ std::string random_token() {
 Client::Impl::Impl(ClientOptions o)
     : options_(std::move(o)),
       pool_(std::make_unique<pg::Pool>(connect_options(), options_.pool_size)),
+      completion_pool_(std::make_unique<pg::Pool>(
+          connect_options(), static_cast<std::size_t>(std::max(1, options_.completion_writers)))),
       store_(std::make_unique<QueueStorage>(StorageOptions{options_.schema})),
       wake_sql_(sql::file("queries/runtime/wake.sql")),
       token_(random_token()) {
@@ -139,7 +142,7 @@ void Client::Impl::start() {
   bo.flush_interval = options_.completion_flush;
   bo.writers = options_.completion_writers;
   batcher_ = std::make_unique<runtime::CompletionBatcher>(
-      *pool_, *store_, bo,
+      *completion_pool_, *store_, bo,
       [this](const Completion& c, const CompletionResult& r) { count_result(c, r); });
   try {
     for (int i = 0; i < cap_; ++i) workers_.emplace_back([this] { work(); });

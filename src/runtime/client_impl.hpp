@@ -321,6 +321,10 @@ struct Client::Impl {
 
   const ClientOptions options_;
   std::unique_ptr<pg::Pool> pool_;
+  // The completion batcher's writers' connections, apart from pool_: handlers take pool_
+  // connections (set_progress, callbacks, inserts) and may hold or wait for all of them;
+  // a completion must never queue behind them.
+  std::unique_ptr<pg::Pool> completion_pool_;
   std::unique_ptr<QueueStorage> store_;
   const std::string wake_sql_;
   const std::string token_;  // makes this client's wake channels unique in the cluster
