@@ -45,12 +45,12 @@ demo: build pg
 test: test-deps format-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
-# The runtime's threads under ThreadSanitizer: the in-process tests of the client, the
-# completion batcher, the pool and the metrics registry, in a binary of their own
-# (awa_tsan_tests: only the files that hold these suites). Its own build folder; the
-# `awa` binary the runtime tests spawn is built with it.
+# The runtime's threads under ThreadSanitizer: the in-process tests of the client, its
+# prefetch, the completion batcher, the pool, the metrics registry and `awa serve`'s HTTP
+# server, in a binary of their own (awa_tsan_tests: only the files that hold these
+# suites). Its own build folder; the `awa` binary the runtime tests spawn is built with it.
 TSAN_DIR ?= build-tsan
-TSAN_TESTS ?= RuntimeTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*
+TSAN_TESTS ?= RuntimeTest.*:PrefetchTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*:ServeTest.*
 test-tsan: deps pg
 	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAWA_TSAN=ON -DAWA_BUILD_BENCH=OFF
