@@ -108,6 +108,11 @@ void Client::Impl::start() {
       spdlog::info("schema {} migrated to version {} ({} migrations, {} functions)", report.schema,
                    report.version, report.applied.size(), report.functions_updated.size());
     }
+  } else {
+    // Without migrating, a schema this build cannot run against is refused now, with what
+    // to run, rather than failing call by call once the threads are up.
+    auto conn = pool_->acquire();
+    schema::Migrator(options_.schema).check_compatible(*conn);
   }
   if (!periodic_.empty()) {
     // Before any thread starts: a bad zone fails start() like a bad option would.

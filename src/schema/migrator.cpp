@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -306,6 +307,45 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
   report.function_catalogue = kFunctionCatalogue;
   tx.commit();
   return report;
+}
+
+void Migrator::check_compatible(pg::Connection& conn) const {
+  const auto tables = conn.query(sql::file("queries/migrator/schema_tables.sql"), schema_);
+  if (!tables.get<bool>(0, 0)) {
+    throw MigrationError(fmt::format(
+        "schema {} is not migrated and this client does not migrate (migrate = false): run "
+        "`awa migrate --schema {}` with this build first (docs/upgrading.md)",
+        schema_, schema_));
+  }
+  std::set<int> applied;
+  const auto rows =
+      conn.exec(sql::render(sql::file("queries/migrator/applied_versions.sql"), quoted_));
+  for (int r = 0; r < rows.rows(); ++r) applied.insert(rows.get<int>(r, 0));
+  for (const auto& m : embedded_migrations()) {
+    if (applied.count(m.version) == 0) {
+      throw MigrationError(
+          fmt::format("schema {} lacks migration {} of this build and this client does not migrate "
+                      "(migrate = false): run `awa migrate --schema {}` with this build first "
+                      "(docs/upgrading.md)",
+                      schema_, m.name, schema_));
+    }
+  }
+  const Catalogue installed = tables.get<bool>(0, 1) ? read_catalogue(conn, quoted_) : Catalogue{};
+  if (installed.catalogue < kFunctionCatalogue) {
+    throw MigrationError(fmt::format(
+        "schema {} holds functions of catalogue {}, older than this build's {}, and this "
+        "client does not migrate (migrate = false): run `awa migrate --schema {}` with this "
+        "build first (docs/upgrading.md)",
+        schema_, installed.catalogue, kFunctionCatalogue, schema_));
+  }
+  if (kFunctionCatalogue < installed.oldest_compatible) {
+    throw MigrationError(fmt::format(
+        "schema {} holds functions of catalogue {}, which support builds of catalogue {} or "
+        "newer; this build's catalogue is {}: refusing to run against them (deploy a build "
+        "of catalogue {} or newer; docs/upgrading.md)",
+        schema_, installed.catalogue, installed.oldest_compatible, kFunctionCatalogue,
+        installed.oldest_compatible));
+  }
 }
 
 }  // namespace awa::schema

@@ -60,6 +60,13 @@ class Migrator {
 
   MigrationReport migrate(pg::Connection& conn) const;
 
+  // For a client that does not migrate (ClientOptions::migrate = false): throws
+  // MigrationError, saying what to run, unless the schema has every migration of this
+  // build and functions this build can run against — its catalogue or a newer one that
+  // still supports it (docs/upgrading.md). Reads only; needs SELECT on schema_migrations
+  // and schema_catalogue (the worker role has it).
+  void check_compatible(pg::Connection& conn) const;
+
   const std::string& schema() const noexcept { return schema_; }
 
  private:

@@ -22,9 +22,9 @@ TEST_F(RuntimePoolTest, CompletionsAreWrittenWhileAHandlerHoldsThePoolsOnlyConne
   pg::Connection holder = connect_new();
   pg::Transaction tx(holder);
   holder.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");
-  storage::insert_many(*store_, holder,
-                       std::vector<NewJob>{NewJob("seed", nlohmann::json::object(),
-                                                  on_queue("held"))});
+  storage::insert_many(
+      *store_, holder,
+      std::vector<NewJob>{NewJob("seed", nlohmann::json::object(), on_queue("held"))});
 
   ClientOptions o = options();
   o.pool_size = 1;
@@ -46,9 +46,10 @@ TEST_F(RuntimePoolTest, CompletionsAreWrittenWhileAHandlerHoldsThePoolsOnlyConne
   ASSERT_TRUE(eventually(
       [&] {
         return blocker_started.load() &&
-               count("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                     "'awa_tests_runtime' AND wait_event_type = 'Lock' AND "
-                     "wait_event = 'advisory'") == 1;
+               count(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                   "'awa_tests_runtime' AND wait_event_type = 'Lock' AND "
+                   "wait_event = 'advisory'") == 1;
       },
       seconds(20)))
       << "the blocker's insert never waited on the held lane";

@@ -1,0 +1,2 @@
+-- The migrations applied to the schema.
+SELECT version FROM {schema}.schema_migrations
