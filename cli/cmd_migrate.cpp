@@ -15,7 +15,16 @@ void add_migrate(CLI::App& app, Context& ctx) {
     ctx.action = [&ctx] {
       auto conn = Connection::connect(ctx.require_database_url());
       const auto report = migrate(conn, ctx.schema);
-      if (report.applied.empty() && report.functions_updated.empty()) {
+      if (report.newer_functions_kept) {
+        // Not "up to date": the schema is ahead of this build, which is allowed (a rollback,
+        // or a rolling deploy not finished) but is for the operator to know.
+        for (const auto& m : report.applied) fmt::print("applied migration {}\n", m);
+        fmt::print(
+            "schema {} is at version {}; its functions are of catalogue {}, newer than this "
+            "build's, and were left as they are (this build runs against them; "
+            "docs/upgrading.md)\n",
+            report.schema, report.version, report.function_catalogue);
+      } else if (report.applied.empty() && report.functions_updated.empty()) {
         fmt::print("schema {} is up to date (version {})\n", report.schema, report.version);
       } else {
         for (const auto& m : report.applied) fmt::print("applied migration {}\n", m);

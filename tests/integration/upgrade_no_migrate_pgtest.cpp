@@ -9,6 +9,7 @@
 
 #include "awa/client.hpp"
 #include "awa/error.hpp"
+#include "cli_runner.hpp"
 #include "schema/function_catalogue.hpp"
 #include "schema/migrator.hpp"
 #include "support.hpp"
@@ -17,6 +18,7 @@ namespace awa::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class NoMigrateTest : public PgTest {
  protected:
@@ -87,6 +89,18 @@ TEST_F(NoMigrateTest, ANewerSchemaWithAMigrationThisBuildLacksIsAccepted) {
       "INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, "
       "'9999_future.sql', 'x')");
   EXPECT_NO_THROW(check());
+}
+
+TEST_F(NoMigrateTest, MigrateSaysWhenItLeavesNewerFunctionsAsTheyAre) {
+  migrate();
+  const std::string args =
+      "--database-url '" + database_url() + "' --schema " + schema_ + " migrate";
+  EXPECT_THAT(run_cli(args).output, HasSubstr("is up to date"));
+  set_catalogue(schema::kFunctionCatalogue + 1, schema::kFunctionCatalogue);
+  const auto res = run_cli(args);
+  EXPECT_EQ(res.exit_code, 0) << res.output;
+  EXPECT_THAT(res.output, HasSubstr("newer than this build's, and were left as they are"));
+  EXPECT_THAT(res.output, Not(HasSubstr("up to date")));
 }
 
 }  // namespace
