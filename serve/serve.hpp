@@ -3,6 +3,7 @@
 // of this header.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct ServerOptions {
   // signed with this secret (awa/callback.hpp) instead of the token; unset: those answer
   // 404. At least 16 characters.
   std::optional<std::string> callback_secret;
+  // A login session (the cookie POST /login sets) ends this long after the login; POST
+  // /logout ends it at once. Default: 12 h.
+  std::chrono::seconds session_ttl{std::chrono::hours(12)};
 };
 
 // "127.0.0.1" (any 127.x.y.z), "::1" and "localhost": reachable from this host only.

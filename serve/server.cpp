@@ -1,5 +1,6 @@
 // The server: httplib set-up, the checks every /api/ request passes (docs/api.md,
 // "HTTP API: security"), the login cookie, the connection pool and the error mapping.
+#include <openssl/rand.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -9,9 +10,12 @@
 #include <charconv>
 #include <chrono>
 #include <fstream>
-#include <random>
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -43,11 +47,22 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// Session ids from OpenSSL's CSPRNG: std::random_device promises no cryptographic quality.
 std::string random_hex(std::size_t bytes) {
-  std::random_device rd;  // /dev/urandom on Linux
+  std::vector<unsigned char> buf(bytes);
+  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
+    throw Error("awa serve: OpenSSL could not produce random bytes for a session id");
   std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", rd() & 0xffU);
+  for (const unsigned char b : buf) out += fmt::format("{:02x}", b);
   return out;
+}
+
+// Whether the client reached us over https: directly never (this server speaks plain
+// HTTP), so only through a TLS-terminating proxy that says so. The header is trusted only
+// to add the cookie's Secure attribute and to accept an https Origin at login, neither of
+// which a forged header can turn against the user.
+bool via_https(const httplib::Request& req) {
+  return req.get_header_value("X-Forwarded-Proto") == "https";
 }
 
 std::optional<std::string> cookie_value(const httplib::Request& req, std::string_view name) {
@@ -132,13 +147,39 @@ struct Server::Impl : detail::Router {
       : options(std::move(o)),
         admin(options.schema),
         pool(options.database_url,
-             static_cast<std::size_t>(std::max(0, options.max_idle_connections))),
-        session(random_hex(32)) {}
+             static_cast<std::size_t>(std::max(0, options.max_idle_connections))) {}
 
   ServerOptions options;
   Admin admin;
   detail::ConnectionPool pool;
-  const std::string session;  // the cookie value POST /login hands out; new per process
+
+  // Login sessions: a new random id per login, valid until its expiry or its logout.
+  // Guarded by sessions_mu (the server's threads log in, out and check concurrently).
+  std::mutex sessions_mu;
+  std::map<std::string, std::chrono::steady_clock::time_point> sessions;
+
+  std::string open_session() {
+    const auto now = std::chrono::steady_clock::now();
+    std::string id = random_hex(32);
+    std::lock_guard lock(sessions_mu);
+    std::erase_if(sessions, [&](const auto& s) { return s.second <= now; });
+    sessions.emplace(id, now + options.session_ttl);
+    return id;
+  }
+  void close_session(const std::string& id) {
+    std::lock_guard lock(sessions_mu);
+    sessions.erase(id);
+  }
+  bool session_valid(const std::string& id) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(sessions_mu);
+    // Compared in constant time against every live session: the lookup itself must not
+    // tell how much of a guessed id matched.
+    bool found = false;
+    for (const auto& [sid, expires] : sessions)
+      found = (equal_constant_time(sid, id) && expires > now) || found;
+    return found;
+  }
 
   std::mutex mu;  // serialises start() and stop()
   std::unique_ptr<httplib::Server> http;
@@ -244,12 +285,12 @@ struct Server::Impl : detail::Router {
                                        kCsrfHeader));
   }
 
-  bool authenticated(const httplib::Request& req) const {
+  bool authenticated(const httplib::Request& req) {
     const std::string auth = req.get_header_value("Authorization");
     constexpr std::string_view bearer = "Bearer ";
     if (auth.size() > bearer.size() && std::string_view(auth).substr(0, bearer.size()) == bearer)
       return equal_constant_time(std::string_view(auth).substr(bearer.size()), *options.token);
-    if (const auto c = cookie_value(req, kSessionCookie)) return equal_constant_time(*c, session);
+    if (const auto c = cookie_value(req, kSessionCookie)) return session_valid(*c);
     return false;
   }
 
@@ -333,24 +374,32 @@ struct Server::Impl : detail::Router {
     http->Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
       try {
         if (!options.token) throw HttpError(404, "no token is set: nothing to log in to");
-        // Login CSRF: a browser always sends Origin on a cross-origin POST.
+        // Login CSRF: a browser always sends Origin on a cross-origin POST. Behind a
+        // TLS-terminating proxy (which must pass the Host header on) the page's origin is
+        // https; no other site can be https://<our host>.
         const std::string origin = req.get_header_value("Origin");
-        if (!origin.empty() && origin != "http://" + req.get_header_value("Host"))
+        const std::string host = req.get_header_value("Host");
+        if (!origin.empty() && origin != "http://" + host && origin != "https://" + host)
           throw HttpError(403, "CSRF check failed: Origin does not match Host");
         const detail::Params p(req, {"token"});
         const auto token = p.text("token");
         if (!token || !equal_constant_time(*token, *options.token))
           throw HttpError(401, "wrong token");
-        res.set_header("Set-Cookie", fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict",
-                                                 kSessionCookie, session));
+        res.set_header("Set-Cookie",
+                       fmt::format("{}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
+                                   kSessionCookie, open_session(), options.session_ttl.count(),
+                                   via_https(req) ? "; Secure" : ""));
         send_json(res, 200, {{"logged_in", true}});
       } catch (const HttpError& e) {
         send_json(res, e.status(), {{"error", e.what()}});
       }
     });
-    http->Post("/logout", [](const httplib::Request&, httplib::Response& res) {
-      res.set_header("Set-Cookie", fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
-                                               kSessionCookie));
+    // Ends the session on the server too: the cookie, replayed, no longer works.
+    http->Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
+      if (const auto c = cookie_value(req, kSessionCookie)) close_session(*c);
+      res.set_header("Set-Cookie",
+                     fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+                                 kSessionCookie, via_https(req) ? "; Secure" : ""));
       send_json(res, 200, {{"logged_in", false}});
     });
     // Anything unrouted (or a handler's bare status) gets a JSON body too.

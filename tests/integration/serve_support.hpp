@@ -39,7 +39,8 @@ class ServeTest : public JobAdminTest {
   struct Setup {
     bool read_only = false;
     bool token = false;
-    bool callbacks = false;  // callback_secret = kCallbackSecret
+    bool callbacks = false;               // callback_secret = kCallbackSecret
+    std::chrono::seconds session_ttl{0};  // 0: the default
   };
   std::unique_ptr<serve::Server> start(Setup s) {
     serve::ServerOptions o;
@@ -50,6 +51,7 @@ class ServeTest : public JobAdminTest {
     o.read_only = s.read_only;
     if (s.token) o.token = kToken;
     if (s.callbacks) o.callback_secret = kCallbackSecret;
+    if (s.session_ttl.count() > 0) o.session_ttl = s.session_ttl;
     auto server = std::make_unique<serve::Server>(o);
     server->start();
     return server;
