@@ -82,14 +82,13 @@ TEST_F(ServeSessionTest, BehindATlsTerminatingProxyTheCookieIsSecure) {
   // Plain HTTP: no Secure attribute (a browser would drop such a cookie over http).
   EXPECT_THAT(login(s), Not(HasSubstr("Secure")));
   // Through the proxy: the page's origin is https, the proxy says so.
-  const auto cookie =
-      login(s, {{"X-Forwarded-Proto", "https"}, {"Origin", "https://" + host}});
+  const auto cookie = login(s, {{"X-Forwarded-Proto", "https"}, {"Origin", "https://" + host}});
   ASSERT_FALSE(cookie.empty()) << "an https origin of our own host was refused";
   EXPECT_THAT(cookie, HasSubstr("; Secure"));
   EXPECT_EQ(status(s, with_cookie(cookie)), 200);
   // Another site, over https or not, still may not log in.
-  EXPECT_TRUE(login(s, {{"X-Forwarded-Proto", "https"}, {"Origin", "https://evil.example"}})
-                  .empty());
+  EXPECT_TRUE(
+      login(s, {{"X-Forwarded-Proto", "https"}, {"Origin", "https://evil.example"}}).empty());
 }
 
 }  // namespace
