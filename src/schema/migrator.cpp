@@ -53,6 +53,17 @@ Catalogue read_catalogue(pg::Connection& conn, const std::string& quoted) {
   return {rows.get<int>(0, 0), rows.get<int>(0, 1)};
 }
 
+// MigrationError when the schema's functions no longer support this build's catalogue.
+void refuse_if_unsupported(const std::string& schema, const Catalogue& installed) {
+  if (kFunctionCatalogue >= installed.oldest_compatible) return;
+  throw MigrationError(fmt::format(
+      "schema {} holds functions of catalogue {}, which support builds of catalogue {} or "
+      "newer; this build's catalogue is {}: refusing to run it against them (deploy a "
+      "build of catalogue {} or newer; docs/upgrading.md)",
+      schema, installed.catalogue, installed.oldest_compatible, kFunctionCatalogue,
+      installed.oldest_compatible));
+}
+
 }  // namespace
 
 std::vector<std::string> created_function_names(std::string_view text) {
@@ -240,14 +251,7 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
   // The function catalogue: never replace a newer build's functions (docs/upgrading.md).
   const Catalogue installed = read_catalogue(conn, quoted_);
   if (installed.catalogue > kFunctionCatalogue) {
-    if (kFunctionCatalogue < installed.oldest_compatible) {
-      throw MigrationError(fmt::format(
-          "schema {} holds functions of catalogue {}, which support builds of catalogue {} or "
-          "newer; this build's catalogue is {}: refusing to run it against them (deploy a "
-          "build of catalogue {} or newer; docs/upgrading.md)",
-          schema_, installed.catalogue, installed.oldest_compatible, kFunctionCatalogue,
-          installed.oldest_compatible));
-    }
+    refuse_if_unsupported(schema_, installed);
     spdlog::warn(
         "schema {} holds functions of catalogue {}, newer than this build's {}: left as they "
         "are; this build runs against them (docs/upgrading.md)",
@@ -338,14 +342,7 @@ void Migrator::check_compatible(pg::Connection& conn) const {
         "build first (docs/upgrading.md)",
         schema_, installed.catalogue, kFunctionCatalogue, schema_));
   }
-  if (kFunctionCatalogue < installed.oldest_compatible) {
-    throw MigrationError(fmt::format(
-        "schema {} holds functions of catalogue {}, which support builds of catalogue {} or "
-        "newer; this build's catalogue is {}: refusing to run against them (deploy a build "
-        "of catalogue {} or newer; docs/upgrading.md)",
-        schema_, installed.catalogue, installed.oldest_compatible, kFunctionCatalogue,
-        installed.oldest_compatible));
-  }
+  refuse_if_unsupported(schema_, installed);
 }
 
 }  // namespace awa::schema
