@@ -1,6 +1,7 @@
 // awa_chaos: the fault harness's driver (docs/reliability.md, "Fault harness").
 //
-// Producers enqueue keyed and unkeyed jobs on a 4-shard queue while three `awa work`
+// About 1,000 attempts stay parked waiting for callbacks (parked.hpp), and C++ and Python
+// producers enqueue keyed and unkeyed jobs on a 4-shard queue while three `awa work`
 // processes drain it and a bounded random schedule (from --seed) injects faults: SIGKILL
 // of a worker (respawned), SIGSTOP/SIGCONT of a worker for longer than the stale timeout,
 // pg_terminate_backend of awa connections, of the maintenance leader's connection, and an
