@@ -1,4 +1,4 @@
-// Operator functions: queue settings and exact per-shard inspection (DESIGN.md §10).
+// Operator functions: queue settings and exact per-shard inspection (docs/operations.md).
 //
 // Each takes the connection to use; none caches anything. Thread safety: as the
 // connection (one thread at a time).
