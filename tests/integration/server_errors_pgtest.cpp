@@ -14,25 +14,12 @@
 #include "awa/metrics.hpp"
 #include "pg/pool.hpp"
 #include "runtime/completion_batcher.hpp"
+#include "runtime_support.hpp"
 #include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
 namespace awa::testing {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-template <class Pred>
-bool within(milliseconds timeout, Pred pred) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
-}
 
 // The value of awa_completion_flush_server_errors_total{sqlstate="<state>"}, 0 if absent.
 std::uint64_t server_errors_counted(const std::string& state) {
@@ -108,12 +95,13 @@ TEST_P(ServerWideErrorTest, CompletionsAreKeptAndWrittenOnceTheCauseIsGone) {
   for (const auto& c : claimed) batcher.submit(Completion::of(c, Outcome::kCompleted));
 
   // Several failed flushes past retry_for, or (the bug) rows dropped.
-  ASSERT_TRUE(within(seconds(15),
-                     [&] {
-                       const auto s = batcher.stats();
-                       return s.dropped > 0 || (s.retries >= 4 &&
-                                                server_errors_counted(state) >= counted_before + 4);
-                     }))
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = batcher.stats();
+        return s.dropped > 0 ||
+               (s.retries >= 4 && server_errors_counted(state) >= counted_before + 4);
+      },
+      seconds(15)))
       << "retries " << batcher.stats().retries << ", counted "
       << server_errors_counted(state) - counted_before;
   {
@@ -127,11 +115,11 @@ TEST_P(ServerWideErrorTest, CompletionsAreKeptAndWrittenOnceTheCauseIsGone) {
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 0);
 
   restore_close_attempts(state);
-  ASSERT_TRUE(within(
-      seconds(15),
+  ASSERT_TRUE(eventually(
       [&] {
         return count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'") == kJobs;
-      }))
+      },
+      seconds(15)))
       << count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'") << " of " << kJobs
       << " completed after the cause was removed";
   batcher.flush();
