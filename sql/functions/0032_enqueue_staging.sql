@@ -21,7 +21,9 @@
 -- taken in call and input order). Between transactions, a lane's order is the order in
 -- which they commit: the lane lock is held from the reservation here to the end of the
 -- commit, as for a self-committing enqueue (ADR-025's visibility argument).
--- Routing is decided here, with the shard count of commit time: ordering-keyed rows by
+-- Routing is decided here, with the shard count of commit time (for keyed rows read under
+-- the queue's reshard lock, so a concurrent change of the count is fenced: see
+-- 0022_shard_fences.sql): ordering-keyed rows by
 -- shard_for_ordering_key, the others by one compat_rotor pick per (queue, priority) for
 -- the whole transaction, so a transaction's unkeyed rows of one lane share one range.
 --
@@ -42,6 +44,12 @@ DECLARE
     v_seq    bigint;
     v_slot   smallint;
 BEGIN
+    -- Keyed rows: the queues' reshard locks first, before any lane lock; the shard counts
+    -- read below then come after any change that committed meanwhile
+    -- (0022_shard_fences.sql).
+    PERFORM {schema}.hold_shard_counts(ARRAY(SELECT DISTINCT s.queue
+                                             FROM {schema}.enqueue_staging s
+                                             WHERE s.xact = v_xact AND s.ordering_key IS NOT NULL));
     FOR v_qp IN
         SELECT s.queue, s.priority, bool_or(s.ordering_key IS NULL) AS unkeyed
         FROM {schema}.enqueue_staging s

@@ -32,6 +32,12 @@
 -- Rows of the range below lo are gaps (a visible head proves every lane_seq below it
 -- final), and gaps inside the range only make the claim smaller.
 --
+-- After a change of enqueue_shards, keyed jobs of one key may sit on two shards; until the
+-- rows enqueued before the change are claimed, each lane is capped at its fence and the
+-- rows after the change wait (0022_shard_fences.sql). Each statement that picks rows reads
+-- the caps in its own snapshot; for an unfenced queue that is one probe of queue_meta's
+-- primary key per statement (evaluated once, before the rows).
+--
 -- Effective priority = max(1, priority - floor(wait / aging)), wait measured from the
 -- row's run_at; the lane priority stays in every key and is returned beside it.
 -- aging and deadline default to the queue's queue_meta settings (priority_aging_ms,
@@ -124,6 +130,8 @@ DECLARE
     v_tokens     double precision;
     v_open       bigint;
     v_claimed    bigint := 0;
+    v_fence      bigint;
+    v_hi         bigint;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
@@ -131,12 +139,20 @@ BEGIN
     -- The queue's settings, in one primary-key probe: a paused queue claims nothing; the
     -- worker's aging and deadline win, the queue's apply when the worker passes none. A
     -- deadline is capped at 100 years so that now() + it stays a valid timestamp.
-    SELECT m.paused, m.priority_aging_ms, m.deadline_ms, m.max_rate, m.burst, m.global_max_workers
-    INTO v_paused, v_meta_aging_ms, v_meta_deadline_ms, v_max_rate, v_burst, v_global_max
+    SELECT m.paused, m.priority_aging_ms, m.deadline_ms, m.max_rate, m.burst, m.global_max_workers,
+           m.shard_fence
+    INTO v_paused, v_meta_aging_ms, v_meta_deadline_ms, v_max_rate, v_burst, v_global_max,
+         v_fence
     FROM {schema}.queue_meta m
     WHERE m.queue = p_queue;
     IF v_paused THEN
         RETURN;
+    END IF;
+    -- A change of enqueue_shards not yet drained (0022_shard_fences.sql): lift what has
+    -- drained. The caps themselves are read by each statement below in its own snapshot
+    -- (one that sees a row enqueued after a change sees that change's fence).
+    IF v_fence IS NOT NULL THEN
+        PERFORM {schema}.shard_fence_now(p_queue, v_fence);
     END IF;
 
     IF v_global_max IS NOT NULL THEN
@@ -223,6 +239,8 @@ BEGIN
             JOIN {schema}.lane_heads_in_slot(p_queue, v_slots[1]) AS head
               ON head.priority = claims.priority AND head.enqueue_shard = claims.enqueue_shard
             WHERE claims.queue = p_queue
+              AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
+                   OR head.seq < {schema}.shard_fence_cap(p_queue, claims.priority, claims.enqueue_shard))
             -- The ORDER BY of the general scan below: keep the two the same.
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
@@ -254,6 +272,8 @@ BEGIN
                   ORDER BY h.p, h.s, h.seq) AS head
               ON head.p = claims.priority AND head.s = claims.enqueue_shard
             WHERE claims.queue = p_queue
+              AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
+                   OR head.seq < {schema}.shard_fence_cap(p_queue, claims.priority, claims.enqueue_shard))
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
                      claims.priority
@@ -272,6 +292,7 @@ BEGIN
         WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard;
 
         v_lo := greatest(v_lo, v_cursor);
+        v_hi := v_lo + v_max_batch - 1;
 
         -- The guard: the ring position seen by this statement — whose snapshot is taken
         -- after it has locked the partitions it reads, so no prune can truncate them under
@@ -291,7 +312,9 @@ BEGIN
               AND r.queue = p_queue
               AND r.priority = v_priority
               AND r.enqueue_shard = v_shard
-              AND r.lane_seq BETWEEN v_lo AND v_lo + v_max_batch - 1),
+              AND r.lane_seq BETWEEN v_lo AND v_hi
+              AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
+                   OR r.lane_seq < {schema}.shard_fence_cap(p_queue, v_priority, v_shard))),
         dead AS MATERIALIZED (
             SELECT t.lane_seq
             FROM {schema}.ready_tombstones t
@@ -300,7 +323,7 @@ BEGIN
               AND t.queue = p_queue
               AND t.priority = v_priority
               AND t.enqueue_shard = v_shard
-              AND t.lane_seq BETWEEN v_lo AND v_lo + v_max_batch - 1),
+              AND t.lane_seq BETWEEN v_lo AND v_hi),
         live AS MATERIALIZED (
             SELECT p.* FROM picked p WHERE p.lane_seq NOT IN (SELECT d.lane_seq FROM dead d)),
         batch AS MATERIALIZED (

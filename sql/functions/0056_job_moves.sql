@@ -125,6 +125,10 @@ BEGIN
     SELECT x.ready_slot, x.queue, x.priority, x.enqueue_shard, x.lane_seq, x.job_id
     FROM awa_relocate x;
 
+    -- Keyed rows: the destinations' reshard locks before their counts are read
+    -- (0022_shard_fences.sql).
+    PERFORM {schema}.hold_shard_counts(ARRAY(SELECT DISTINCT x.to_queue FROM awa_relocate x
+                                             WHERE x.ordering_key IS NOT NULL));
     UPDATE awa_relocate x
     SET to_shard = CASE WHEN s.shards = 1 THEN 0
                         WHEN x.ordering_key IS NOT NULL THEN x.enqueue_shard % s.shards

@@ -53,6 +53,9 @@ BEGIN
         RETURN 0;
     END IF;
 
+    -- Keyed rows: the reshard locks before the counts are read (0022_shard_fences.sql).
+    PERFORM {schema}.hold_shard_counts(ARRAY(SELECT DISTINCT b.queue FROM awa_promote_batch b
+                                             WHERE b.ordering_key IS NOT NULL));
     UPDATE awa_promote_batch b
     SET shard = CASE WHEN s.shards = 1 THEN 0
                      WHEN b.ordering_key IS NOT NULL

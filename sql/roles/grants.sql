@@ -18,6 +18,8 @@
 --   well: the producer holds no privilege on unique_keys. ready_entries grants
 --   SELECT on (lane_seq, job_id) only, for INSERT ... RETURNING: a producer can see which
 --   job ids exist but not one column of any job's data (kind, args, metadata ...).
+--   Before routing keyed jobs it takes the queues' reshard locks and has its shard counts
+--   checked (check_shard_counts, sql/functions/0022_shard_fences.sql).
 --   Advisory locks and NOTIFY need no privilege.
 -- {worker}: claim, complete, heartbeat, read its jobs, and everything the maintenance
 --   leader of `awa work` does (promotion, rescue, ring rotation and prune, DLQ purge):
@@ -81,7 +83,8 @@ BEGIN
                             'reserve_lane_range', 'notify_channel', 'validate_job',
                             'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'shard_for_ordering_key',
                             'ordering_key_hash', 'unique_spec', 'unique_key', 'claim_unique_key',
-                            'claim_unique_keys', 'set_unique_key_holders', 'check_job_state')
+                            'claim_unique_keys', 'set_unique_key_holders', 'check_job_state',
+                            'hold_shard_counts', 'check_shard_counts')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {producer}', f.sig);
     END LOOP;

@@ -39,6 +39,9 @@
 --    transaction's staged jobs into their lanes, is SECURITY DEFINER too: the producer
 --    holds INSERT on enqueue_staging only, and cannot read other transactions' pending
 --    jobs. It uses no temporary table.
+--    shard_fence_now (0022_shard_fences.sql), which a claim calls to lift a drained
+--    shard fence, is SECURITY DEFINER so that it may clear queue_meta.shard_fence: the
+--    worker reads queue_meta but may not write it.
 DO $awa_settings$
 DECLARE
     f record;
@@ -51,7 +54,7 @@ BEGIN
         WHERE p.pronamespace = '{schema}'::regnamespace AND p.prokind = 'f'
     LOOP
         IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key',
-                         'set_unique_key_holders', 'place_staged_jobs') THEN
+                         'set_unique_key_holders', 'place_staged_jobs', 'shard_fence_now') THEN
             IF NOT f.prosecdef THEN
                 EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
             END IF;

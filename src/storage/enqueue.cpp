@@ -62,6 +62,7 @@ QueueStorage::Impl::Impl(StorageOptions o)
   notify = r("queries/enqueue/notify.sql");
   shard_counts = r("queries/enqueue/shard_counts.sql");
   stage = r("queries/enqueue/stage.sql");
+  check_shards = r("queries/enqueue/check_shard_counts.sql");
 }
 
 void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
@@ -146,6 +147,7 @@ Plan QueueStorage::Impl::plan(pg::Connection& conn, std::span<const NewJob> jobs
         shard = it->second;
       }
     }
+    if (o.ordering_key) p.keyed_shards[o.queue] = s;
     lanes[LaneKey{o.queue, o.priority, shard}].push_back(i);
   }
   for (const auto& [key, rows] : lanes) {  // the keyed lanes: counted, not moved
@@ -161,6 +163,25 @@ Plan QueueStorage::Impl::plan(pg::Connection& conn, std::span<const NewJob> jobs
   }
   p.notify_queues.assign(ready_queues.begin(), ready_queues.end());
   return p;
+}
+
+std::pair<std::string, std::string> QueueStorage::Impl::check_arrays(const Plan& p) {
+  storage::ArrayLiteral queues, counts;
+  for (const auto& [queue, shards] : p.keyed_shards) {
+    queues.add(queue);
+    counts.add(static_cast<std::int64_t>(shards));
+  }
+  return {std::move(queues).finish(), std::move(counts).finish()};
+}
+
+pg::Params QueueStorage::Impl::check_params(const Plan& p) {
+  auto [queues, counts] = check_arrays(p);
+  return pg::make_params(std::move(queues), std::move(counts));
+}
+
+void QueueStorage::Impl::forget_shard_counts(const Plan& p) {
+  std::unique_lock lock(mu);
+  for (const auto& [queue, shards] : p.keyed_shards) shard_cache.erase(queue);
 }
 
 void QueueStorage::Impl::remember_lanes(const Plan& p) {
@@ -331,9 +352,16 @@ std::vector<JobId> QueueStorage::Impl::insert_many(pg::Connection& conn,
   std::vector<JobId> ids(jobs.size(), 0);
   if (jobs.empty()) return ids;
   if (conn.in_transaction()) return insert_staged(conn, jobs);
-  const Plan p = plan(conn, jobs);
+  return keyed_insert(conn, jobs, [&](const Plan& p) { return insert_planned(conn, p, jobs); });
+}
+
+std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, const Plan& p,
+                                                      std::span<const NewJob> jobs) {
+  std::vector<JobId> ids(jobs.size(), 0);
   if (const auto id = insert_one(conn, p, jobs)) return {*id};
   pg::Pipeline pipe = conn.pipeline();
+  const std::size_t first = p.keyed_shards.empty() ? 0 : 1;  // results[first] is lane 0
+  if (first != 0) pipe.add_cached(check_shards, check_params(p));
   for (const auto& lane : p.lanes) pipe.add_cached(insert_lane, insert_params(lane, jobs));
   if (!p.deferred.empty()) pipe.add_cached(insert_deferred, deferred_params(p, jobs));
   const std::vector<std::string> carried = add_wake(pipe, p);
@@ -349,7 +377,7 @@ std::vector<JobId> QueueStorage::Impl::insert_many(pg::Connection& conn,
 
   for (std::size_t l = 0; l < p.lanes.size(); ++l) {
     const auto& lane = p.lanes[l];
-    const auto& res = results[l];
+    const auto& res = results[first + l];
     if (static_cast<std::size_t>(res.rows()) != lane.rows.size()) {
       throw Error(fmt::format("enqueue: lane insert returned {} rows for {} jobs", res.rows(),
                               lane.rows.size()));
@@ -362,7 +390,7 @@ std::vector<JobId> QueueStorage::Impl::insert_many(pg::Connection& conn,
   }
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
   if (!p.deferred.empty()) {
-    const auto& res = results[p.lanes.size()];
+    const auto& res = results[first + p.lanes.size()];
     for (int r = 0; r < res.rows(); ++r) {
       ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
     }

@@ -40,7 +40,13 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
   std::vector<JobId> ids(jobs.size(), 0);
   if (jobs.empty()) return ids;
   if (conn.in_transaction()) return insert_staged(conn, jobs);
-  const Plan p = plan(conn, jobs);
+  return keyed_insert(conn, jobs,
+                      [&](const Plan& p) { return insert_planned_copy(conn, p, jobs); });
+}
+
+std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn, const Plan& p,
+                                                           std::span<const NewJob> jobs) {
+  std::vector<JobId> ids(jobs.size(), 0);
   if (const auto id = insert_one(conn, p, jobs)) return {*id};
   std::vector<storage::CopyPayload> payloads;
   payloads.reserve(p.lanes.size());
@@ -63,6 +69,13 @@ std::vector<JobId> QueueStorage::Impl::insert_many_copy(pg::Connection& conn,
     } else {
       script += "BEGIN;\n";
       first = 1;
+    }
+    if (!p.keyed_shards.empty()) {  // before any lane lock: see keyed_insert
+      const auto [queues, counts] = check_arrays(p);
+      const std::string lits[] = {conn.quote_literal(queues), conn.quote_literal(counts)};
+      script += storage::bind_literals(check_shards, lits);
+      script += ";\n";
+      ++first;
     }
     for (const auto& lane : p.lanes) {
       const std::string lits[] = {conn.quote_literal(lane.key.queue),

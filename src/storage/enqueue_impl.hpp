@@ -8,14 +8,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "awa/error.hpp"
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
@@ -50,6 +53,9 @@ struct Plan {
   std::vector<LaneBatch> lanes;  // ascending LaneKey
   std::vector<std::size_t> deferred;
   std::vector<std::string> notify_queues;
+  // The shard count each queue's keyed rows were routed with (cached: see
+  // QueueStorage::Impl::keyed_insert).
+  std::map<std::string, int> keyed_shards;
   BusyLanes::Hold writing;  // `lanes`, counted as written by this store until the call ends
 };
 
@@ -70,6 +76,30 @@ struct QueueStorage::Impl {
   Plan plan(pg::Connection& conn, std::span<const NewJob> jobs);
 
   void remember_lanes(const Plan& p);
+
+  // Keyed rows across a change of enqueue_shards (sql/functions/0022_shard_fences.sql).
+  // A self-committing call routes with its cached counts; when it has keyed rows, the
+  // first statement of its transaction (check_params) takes the queues' reshard locks
+  // and fails with 40001 if a count changed. keyed_insert then forgets those counts and
+  // plans and writes again, at most twice more: nothing of the failed try was written.
+  // Without the check a producer with a stale count would route a key to its old shard
+  // after the change was fenced, behind or beside the key's newer jobs.
+  template <class Write>
+  auto keyed_insert(pg::Connection& conn, std::span<const NewJob> jobs, Write&& write)
+      -> decltype(write(std::declval<const Plan&>())) {
+    for (int attempt = 0;; ++attempt) {
+      const Plan p = plan(conn, jobs);
+      try {
+        return write(p);
+      } catch (const Error& e) {
+        if (e.sqlstate() != "40001" || p.keyed_shards.empty() || attempt >= 2) throw;
+        forget_shard_counts(p);
+      }
+    }
+  }
+  static pg::Params check_params(const Plan& p);
+  static std::pair<std::string, std::string> check_arrays(const Plan& p);  // $1, $2
+  void forget_shard_counts(const Plan& p);
 
   pg::Params insert_params(const LaneBatch& lane, std::span<const NewJob> jobs) const;
 
@@ -116,6 +146,8 @@ struct QueueStorage::Impl {
   void count_created(const LaneBatch& lane, bool created);
 
   std::vector<JobId> insert_many(pg::Connection& conn, std::span<const NewJob> jobs);
+  std::vector<JobId> insert_planned(pg::Connection& conn, const Plan& p,
+                                    std::span<const NewJob> jobs);
 
   // Any insert inside the caller's transaction (INSERT and COPY alike): the due rows go to
   // enqueue_staging in one statement and are placed in their lanes, routed and notified
@@ -136,6 +168,8 @@ struct QueueStorage::Impl {
   // locked: one per lane (the reservation's result is needed for its rows), where the
   // text-COPY path this replaces had three (reserve, COPY start, COPY end) plus the commit.
   std::vector<JobId> insert_many_copy(pg::Connection& conn, std::span<const NewJob> jobs);
+  std::vector<JobId> insert_planned_copy(pg::Connection& conn, const Plan& p,
+                                         std::span<const NewJob> jobs);
 
   // Every entry point: calls with unique jobs split off (storage/enqueue_unique.hpp); the
   // others go straight to the bulk path, unchanged.
@@ -159,7 +193,8 @@ struct QueueStorage::Impl {
   // transaction still gets the NOTIFY inside it, since only its commit makes the rows
   // visible. A failure there loses only a wake-up (workers also poll); reporting it as a
   // failed enqueue would invite a duplicate, so it is logged.
-  std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts, stage;
+  std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts, stage,
+      check_shards;
 
   std::atomic<std::uint16_t> rotor{0};
   storage::BusyLanes busy;  // the lanes of the calls in flight; the rotor steps past them

@@ -72,6 +72,8 @@ std::optional<JobId> QueueStorage::Impl::insert_one(pg::Connection& conn, const 
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int slot = one.slot();
     pg::Pipeline pipe = conn.pipeline();
+    const std::size_t at = p.keyed_shards.empty() ? 0 : 1;  // see keyed_insert
+    if (at != 0) pipe.add_cached(check_shards, check_params(p));
     pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(
                                        lane.key.queue, lane.key.priority, lane.key.shard, job));
     const auto carried = add_wake(pipe, p);
@@ -89,7 +91,7 @@ std::optional<JobId> QueueStorage::Impl::insert_one(pg::Connection& conn, const 
       }
       return std::nullopt;
     }
-    const auto out = one.read(results.front(), slot);
+    const auto out = one.read(results.at(at), slot);
     if (out.id) {
       wake_after_commit(conn, p, carried, pipe.best_effort_errors());
       reservations.fetch_add(1, std::memory_order_relaxed);
