@@ -41,6 +41,12 @@
 // lane would wait for each other's commit). Rows with an ordering_key go to
 // shard_for_ordering_key(key, S). Inside a caller's transaction the commit routes the same
 // way, with one pick per (queue, priority) for the whole transaction.
+//
+// Per-key order across a change of enqueue_shards: keyed rows are routed with the count in
+// force when they are written, never a cached stale one (a self-committing call whose
+// cached count changed re-routes and writes again, internally, before returning), and
+// claims take a key's rows enqueued after a change only once its rows enqueued before it
+// are claimed. docs/operations.md, "Adding shards", says what an operator sees.
 #pragma once
 
 #include <atomic>
@@ -65,9 +71,10 @@ struct StorageOptions {
   // Schema holding the queue tables. Default: "awa".
   std::string schema = "awa";
   // How long a queue's enqueue_shards, once read, is used before it is read again: a
-  // changed shard count reaches this store's self-committing enqueues at most this long
-  // after it committed (enqueues inside a caller's transaction are routed at commit with
-  // the count of that moment). Zero reads it on every call. Default: 2 s.
+  // changed shard count reaches this store's self-committing unkeyed enqueues at most this
+  // long after it committed (keyed ones are checked against the current count on every
+  // call, and enqueues inside a caller's transaction are routed at commit with the count
+  // of that moment). Zero reads it on every call. Default: 2 s.
   std::chrono::milliseconds shard_count_ttl{2000};
 };
 
@@ -167,7 +174,8 @@ class QueueStorage {
   int enqueue_shards(Connection& conn, const std::string& queue);
 
   // Forgets the cached shard counts and lanes: the next enqueue re-reads queue_meta.
-  // A changed enqueue_shards is seen without it within StorageOptions::shard_count_ttl.
+  // A changed enqueue_shards is seen without it within StorageOptions::shard_count_ttl
+  // (at once by keyed enqueues).
   void reset();
 
   // Statistics, for tests and metrics.

@@ -138,7 +138,10 @@ ALTER TABLE {schema}.queue_meta ENABLE ALWAYS TRIGGER fence_shard_change;
 -- fenced lanes have nothing left below their fences: no ready row from the claim cursor
 -- up to the fence (claimed, cancelled and rolled-back ranges all count as passed; an
 -- unkeyed row not yet committed may still come, which no key's order depends on). With
--- none left, clears shard_fence unless a newer change set it meanwhile. Returns NULL then.
+-- none left, clears shard_fence unless a newer change set it meanwhile; NULL then.
+-- It never waits: one claim of the queue lifts at a time (the others, and a claim that
+-- finds a change of the count in progress, leave the lifting to a later claim and return
+-- NULL), so claims do not queue up behind each other's lifting.
 -- SECURITY DEFINER (sql/security/function_settings.sql): the worker may not write
 -- queue_meta otherwise.
 CREATE OR REPLACE FUNCTION {schema}.shard_fence_now(p_queue text, p_seen bigint)
@@ -147,11 +150,16 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_epoch bigint;
 BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:reshard_lift'), hashtext(p_queue)) THEN
+        RETURN NULL;
+    END IF;
     LOOP
         SELECT min(f.epoch) INTO v_epoch FROM {schema}.shard_fences f WHERE f.queue = p_queue;
         IF v_epoch IS NULL THEN
             UPDATE {schema}.queue_meta m SET shard_fence = NULL
-            WHERE m.queue = p_queue AND m.shard_fence = p_seen;
+            WHERE m.queue = p_queue AND m.shard_fence = p_seen
+              AND m.queue IN (SELECT l.queue FROM {schema}.queue_meta l
+                              WHERE l.queue = p_queue FOR UPDATE SKIP LOCKED);
             RETURN NULL;
         END IF;
         IF EXISTS (

@@ -173,6 +173,7 @@ RunResult Driver::run_once(int hosts) {
                                    milliseconds(60000));
   if (!migrated || *migrated != 0)
     throw std::runtime_error("awa migrate failed: " + log("migrate"));
+  db().exec(sql::file("run/record_claims.sql"));
   // Paused while the processes start, so that all of them begin the drain together
   // (resuming wakes every listening worker) and no host drains alone before the others
   // are up.
@@ -300,6 +301,8 @@ int Driver::run() {
                      {"double_finalised", r.ledger.double_finalised},
                      {"order_violations", r.ledger.order_violations},
                      {"keyed_checked", r.ledger.keyed_checked},
+                     {"keyed_moves", r.ledger.keyed_moves},
+                     {"keyed_moves_checked", r.ledger.keyed_moves_checked},
                      {"lane_violations", r.ledger.lane_violations},
                      {"completed_per_host", shares},
                      {"connections_by_client", r.clients},

@@ -230,13 +230,15 @@ LedgerResult check_ledger(awa::pg::Connection& db, const std::string& url,
   const auto order = db.query(sql::file("ledger/key_order_violations.sql"));
   for (int i = 0; i < order.rows(); ++i) {
     r.keyed_checked = num(order, i, 0);
-    if (order.is_null(i, 1)) continue;
+    r.keyed_moves = num(order, i, 1);
+    r.keyed_moves_checked = num(order, i, 2);
+    if (order.is_null(i, 3)) continue;
     ++r.order_violations;
     note(r, fmt::format("key order: key {}: job {} (shard {}, lane_seq {}) after job {} "
                         "(shard {}, lane_seq {})",
-                        str(order, i, 1, "?"), str(order, i, 2, "?"), str(order, i, 4, "?"),
-                        str(order, i, 6, "?"), str(order, i, 3, "?"), str(order, i, 5, "?"),
-                        str(order, i, 7, "?")));
+                        str(order, i, 3, "?"), str(order, i, 4, "?"), str(order, i, 6, "?"),
+                        str(order, i, 8, "?"), str(order, i, 5, "?"), str(order, i, 7, "?"),
+                        str(order, i, 9, "?")));
   }
   const auto ru = db.query(sql::file("ledger/retried_and_unexpected.sql"));
   r.retried_jobs = num(ru, 0, 0);

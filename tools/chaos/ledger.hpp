@@ -26,7 +26,9 @@ struct LedgerResult {
   std::int64_t resurrected = 0;       // runnable again after a terminal outcome
   std::int64_t order_violations = 0;  // keyed, never retried, out of producer order
   std::int64_t keyed_checked = 0;
-  std::int64_t lane_violations = 0;  // cursor / claim-batch / ready-row inconsistencies
+  std::int64_t keyed_moves = 0;          // consecutive jobs of a key on two shards
+  std::int64_t keyed_moves_checked = 0;  // of those, judged (both claims recorded)
+  std::int64_t lane_violations = 0;      // cursor / claim-batch / ready-row inconsistencies
   std::int64_t completed = 0, failed = 0, cancelled = 0, dlq = 0;
   std::int64_t retried_jobs = 0;      // jobs with more than one attempt
   std::int64_t unexpected_end = 0;    // informational: e.g. a noop that ran out of attempts
