@@ -50,7 +50,10 @@ TEST_F(CliSignalsTest, SecondSigtermDuringAGracefulStopEndsTheProcess) {
   EXPECT_LT(Clock::now() - sent, seconds(5));
   EXPECT_NE(w.log().find("forced"), std::string::npos) << w.log();
   EXPECT_EQ(count("SELECT count(*) FROM open_attempts()"), 1) << "left open for rescue";
-  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 0);
+  // Nothing finished. A claim that had not reached its handler when the stop began is
+  // handed back (an outcome 'snoozed') and may be claimed again by a claim already in
+  // flight: on a loaded machine that happens, and is what the graceful stop should do.
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state <> 'snoozed'"), 0);
 }
 
 TEST_F(CliSignalsTest, SigintThenSigintEndsTheProcessWith130) {

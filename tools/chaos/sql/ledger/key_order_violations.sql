@@ -7,10 +7,13 @@
 -- judged; a last row with the rest NULL.
 WITH once AS (
     SELECT l.okey, l.seq, l.job_id, r.enqueue_shard, r.lane_seq,
-           (SELECT min(b.written_at) FROM chaos.claims b
+           -- A lane's first claims do not overlap: the one with the greatest first_seq
+           -- not above the row's is the only candidate (one index probe, not a scan).
+           (SELECT CASE WHEN b.last_seq >= r.lane_seq THEN b.written_at END
+            FROM chaos.claims b
             WHERE b.queue = r.queue AND b.priority = r.priority
-              AND b.enqueue_shard = r.enqueue_shard
-              AND b.first_seq <= r.lane_seq AND r.lane_seq <= b.last_seq) AS claimed_at
+              AND b.enqueue_shard = r.enqueue_shard AND b.first_seq <= r.lane_seq
+            ORDER BY b.first_seq DESC LIMIT 1) AS claimed_at
     FROM chaos.ledger l
     JOIN chaos.ready r ON r.job_id = l.job_id AND r.run_lease = 0
     WHERE l.committed AND l.okey IS NOT NULL
