@@ -317,6 +317,39 @@ TEST_F(RolesTest, WorkerClaimsHeartbeatsCompletesAndMaintains) {
   EXPECT_EQ(denied_sql("worker", "DELETE FROM schema_migrations"), kDenied);
 }
 
+TEST_F(RolesTest, AShardFenceWorksUnderTheLeastPrivilegeRoles) {
+  // Each role's part in a change of the shard count with keyed jobs waiting
+  // (sql/functions/0022_shard_fences.sql): the producer's check under the reshard lock, the
+  // admin's change recording the fence, the worker's claim reading it and lifting it.
+  QueueStorage producer_store(StorageOptions{schema_, std::chrono::hours(1)});
+  std::string key = "customer-0";  // one whose shard changes from S = 4 to S = 8
+  for (int i = 1; shard_for_ordering_key(key, 4) == shard_for_ordering_key(key, 8); ++i)
+    key = "customer-" + std::to_string(i);
+  const auto keyed = [&](int n) {
+    InsertOpts o = on_queue("f");
+    o.ordering_key = key;
+    return producer_store.insert(as("producer"), NewJob("k", {{"n", n}}, o));
+  };
+  const Admin admin(schema_);
+  admin.set_enqueue_shards(as("admin"), "f", 4);
+  const auto before = keyed(1);
+  admin.set_enqueue_shards(as("admin"), "f", 8);  // the producer's cached 4 is now stale
+  EXPECT_EQ(count("SELECT count(DISTINCT epoch) FROM shard_fences WHERE queue = 'f'"), 1);
+  const auto after = keyed(2);
+  EXPECT_EQ(count(fmt::format("SELECT enqueue_shard FROM ready_entries WHERE job_id = {}", after)),
+            shard_for_ordering_key(key, 8));
+  QueueStorage store(StorageOptions{schema_});
+  auto& w = pg::native(as("worker"));
+  const auto first = storage::consumer(store).claim(w, "f");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].job_id, before);
+  const auto second = storage::consumer(store).claim(w, "f");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].job_id, after);
+  EXPECT_EQ(count("SELECT count(*) FROM shard_fences"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_meta WHERE queue = 'f' AND shard_fence IS NULL"), 1);
+}
+
 TEST_F(RolesTest, AdminOperatesQueuesAndStorage) {
   QueueStorage store(StorageOptions{schema_});
   enqueue_as("producer", "a", store);
