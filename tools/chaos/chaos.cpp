@@ -6,7 +6,8 @@
 // of a worker (respawned), SIGSTOP/SIGCONT of a worker for longer than the stale timeout,
 // pg_terminate_backend of awa connections, of the maintenance leader's connection, and an
 // immediate restart of the server. Then the producers stop, the workers drain and stop,
-// and the ledger check (ledger.cpp) compares what was committed with what happened.
+// and the ledger check (ledger.cpp) compares what was committed with what happened. The
+// faults themselves are in faults.cpp, the Harness's declaration in harness.hpp.
 //
 // Runs only against the harness's own cluster: scripts/chaos starts it with
 // AWA_PG_INSTANCE=chaos, and the driver refuses to restart a server unless that variable
@@ -38,6 +39,7 @@
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
+#include "harness.hpp"
 #include "ledger.hpp"
 #include "parked.hpp"
 #include "pg/connection.hpp"
@@ -48,78 +50,8 @@
 #include "sql_producers.hpp"
 
 namespace chaos {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-using Wall = std::chrono::system_clock;
 using std::chrono::milliseconds;
-
-struct Options {
-  std::string url;
-  std::string awa;
-  std::string pg_script;
-  std::string log_dir;
-  std::string json;
-  std::string queue = "chaos";
-  int seconds = 60;
-  std::uint64_t seed = 1;
-  int workers = 3;
-  int producers = 3;
-  int sql_producers = 1;
-  std::string sql_producer_script;
-  bool huge_numbers = true;
-  int parked = 1000;
-  bool reshard = true;
-  double rate = 20.0;
-  int max_faults = 40;
-  int drain_seconds = 60;
-  long heartbeat_ms = 300;
-  long stale_ms = 2000;
-  bool no_restart = false;
-  bool check_only = false;
-};
-
-struct Slot {
-  pid_t pid = 0;
-  bool expected_exit = false;  // we killed it
-  std::optional<Clock::time_point> respawn_at;
-  std::optional<Clock::time_point> cont_at;  // SIGSTOPped until then
-  int spawns = 0;
-};
-
-class Harness {
- public:
-  explicit Harness(Options o) : o_(std::move(o)), rng_(o_.seed) {}
-
-  int run();
-
- private:
-  awa::pg::Connection& admin();
-  void say(const std::string& line) const;
-  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
-  void spawn_worker(std::size_t i);
-  void tend_workers();
-  void inject(FaultKind kind);
-  bool kill_worker();
-  bool stop_worker();
-  bool terminate_backends();
-  bool terminate_leader();
-  bool restart_server();
-  void stop_workers();
-  int sanitizer_reports() const;
-
-  Options o_;
-  std::mt19937_64 rng_;
-  Clock::time_point started_ = Clock::now();
-  std::optional<awa::pg::Connection> admin_;
-  std::vector<Slot> slots_;
-  std::optional<pid_t> restart_pid_;
-  std::size_t restart_fault_ = 0;  // its index in fault_times_
-  std::vector<Wall::time_point> fault_times_;
-  std::vector<std::string> fault_lines_;
-  int unexpected_exits_ = 0;
-  int stop_timeouts_ = 0;
-};
 
 void Harness::say(const std::string& line) const {
   fmt::print("chaos: [{:6.1f}s] {}\n", elapsed(), line);
@@ -203,104 +135,6 @@ void Harness::tend_workers() {
     }
   }
 }
-
-bool Harness::kill_worker() {
-  std::vector<std::size_t> live;
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].pid != 0 && !slots_[i].cont_at) live.push_back(i);
-  if (live.empty()) return false;
-  const auto i = live[rng_() % live.size()];
-  ::kill(slots_[i].pid, SIGKILL);
-  slots_[i].expected_exit = true;
-  fault_lines_.push_back(fmt::format("SIGKILL worker {} (pid {})", i, slots_[i].pid));
-  return true;
-}
-
-bool Harness::stop_worker() {
-  std::vector<std::size_t> live;
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].pid != 0 && !slots_[i].cont_at) live.push_back(i);
-  if (live.empty()) return false;
-  const auto i = live[rng_() % live.size()];
-  const auto ms = o_.stale_ms + 1000 + static_cast<long>(rng_() % 1000);
-  ::kill(slots_[i].pid, SIGSTOP);
-  slots_[i].cont_at = Clock::now() + milliseconds(ms);
-  fault_lines_.push_back(fmt::format("SIGSTOP worker {} (pid {}) for {} ms", i, slots_[i].pid, ms));
-  return true;
-}
-
-bool Harness::terminate_backends() {
-  // Workers name their sessions awa-work-<pid>; producers' public connections are "awa".
-  const auto rows = admin().query(sql::file("faults/awa_sessions.sql"));
-  if (rows.empty()) return false;
-  std::vector<std::pair<std::string, std::string>> pool;  // (pid, application_name)
-  for (int i = 0; i < rows.rows(); ++i)
-    pool.emplace_back(rows.get<std::string>(i, 0), rows.get_opt<std::string>(i, 1).value_or(""));
-  std::shuffle(pool.begin(), pool.end(), rng_);
-  const auto n = std::min<std::size_t>(pool.size(), 1 + rng_() % 4);
-  std::string what;
-  for (std::size_t k = 0; k < n; ++k) {
-    admin().query(sql::file("faults/terminate_backend.sql"), pool[k].first);
-    what += fmt::format(" {}({})", pool[k].first, pool[k].second);
-  }
-  fault_lines_.push_back(
-      fmt::format("pg_terminate_backend of {} of {} awa sessions:{}", n, pool.size(), what));
-  return true;
-}
-
-bool Harness::terminate_leader() {
-  // docs/runtime.md: the leader holds advisory lock (hashtext(schema), 1279607108).
-  const auto rows = admin().query(sql::file("faults/maintenance_leader.sql"));
-  if (rows.empty()) {
-    fault_lines_.push_back("terminate leader: no leader holds the lock right now (skipped)");
-    return false;
-  }
-  const auto pid = rows.get<std::string>(0, 0);
-  admin().query(sql::file("faults/terminate_backend.sql"), pid);
-  fault_lines_.push_back(fmt::format("pg_terminate_backend of the maintenance leader {} ({})", pid,
-                                     rows.get_opt<std::string>(0, 1).value_or("")));
-  return true;
-}
-
-bool Harness::restart_server() {
-  if (restart_pid_) return false;
-  admin_.reset();
-  restart_pid_ = spawn({o_.pg_script, "restart-immediate"}, o_.log_dir + "/restart.log");
-  fault_lines_.push_back("pg_ctl restart -m immediate");
-  return true;
-}
-
-void Harness::inject(FaultKind kind) {
-  const auto at = Wall::now();
-  bool done = false;
-  try {
-    switch (kind) {
-      case FaultKind::kKillWorker:
-        done = kill_worker();
-        break;
-      case FaultKind::kStopWorker:
-        done = stop_worker();
-        break;
-      case FaultKind::kTerminateBackends:
-        done = terminate_backends();
-        break;
-      case FaultKind::kTerminateLeader:
-        done = terminate_leader();
-        break;
-      case FaultKind::kRestart:
-        done = restart_server();
-        break;
-    }
-  } catch (const awa::Error& e) {
-    fault_lines_.push_back(fmt::format("{} failed: {}", name(kind), e.what()));
-  }
-  say(fmt::format("fault {}: {}", name(kind), fault_lines_.empty() ? "" : fault_lines_.back()));
-  if (done) {
-    if (kind == FaultKind::kRestart) restart_fault_ = fault_times_.size();
-    fault_times_.push_back(at);
-  }
-}
-
 void Harness::stop_workers() {
   for (auto& s : slots_) {
     if (s.pid == 0) continue;
@@ -515,7 +349,6 @@ int Harness::run() {
   return ok ? 0 : 1;
 }
 
-}  // namespace
 }  // namespace chaos
 
 int main(int argc, char** argv) {

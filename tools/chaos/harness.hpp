@@ -1,0 +1,90 @@
+// The fault harness's driver (chaos.cpp), shared with the fault injection (faults.cpp):
+// its options, the worker slots and the Harness that runs a whole run.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pg/connection.hpp"
+#include "schedule.hpp"
+
+namespace chaos {
+
+using Clock = std::chrono::steady_clock;
+using Wall = std::chrono::system_clock;
+
+struct Options {
+  std::string url;
+  std::string awa;
+  std::string pg_script;
+  std::string log_dir;
+  std::string json;
+  std::string queue = "chaos";
+  int seconds = 60;
+  std::uint64_t seed = 1;
+  int workers = 3;
+  int producers = 3;
+  int sql_producers = 1;
+  std::string sql_producer_script;
+  bool huge_numbers = true;
+  int parked = 1000;
+  bool reshard = true;
+  double rate = 20.0;
+  int max_faults = 40;
+  int drain_seconds = 60;
+  long heartbeat_ms = 300;
+  long stale_ms = 2000;
+  bool no_restart = false;
+  bool check_only = false;
+};
+
+struct Slot {
+  pid_t pid = 0;
+  bool expected_exit = false;  // we killed it
+  std::optional<Clock::time_point> respawn_at;
+  std::optional<Clock::time_point> cont_at;  // SIGSTOPped until then
+  int spawns = 0;
+};
+
+class Harness {
+ public:
+  explicit Harness(Options o) : o_(std::move(o)), rng_(o_.seed) {}
+
+  int run();
+
+ private:
+  awa::pg::Connection& admin();
+  void say(const std::string& line) const;
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  void spawn_worker(std::size_t i);
+  void tend_workers();
+  void inject(FaultKind kind);
+  bool kill_worker();
+  bool stop_worker();
+  bool terminate_backends();
+  bool terminate_leader();
+  bool restart_server();
+  void stop_workers();
+  int sanitizer_reports() const;
+
+  Options o_;
+  std::mt19937_64 rng_;
+  Clock::time_point started_ = Clock::now();
+  std::optional<awa::pg::Connection> admin_;
+  std::vector<Slot> slots_;
+  std::optional<pid_t> restart_pid_;
+  std::size_t restart_fault_ = 0;  // its index in fault_times_
+  std::vector<Wall::time_point> fault_times_;
+  std::vector<std::string> fault_lines_;
+  int unexpected_exits_ = 0;
+  int stop_timeouts_ = 0;
+};
+
+}  // namespace chaos
