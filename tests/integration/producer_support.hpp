@@ -1,5 +1,6 @@
 // Helpers for the producer-side concurrency tests (enqueue_pgtest, insert_job_compat_pgtest):
-// bounded polling, lock-wait detection and a background call that can always be unblocked.
+// lock-wait detection and a background call that can always be unblocked (bounded polling,
+// eventually(), is support.hpp's).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,18 +19,6 @@
 namespace awa::testing {
 
 using SteadyClock = std::chrono::steady_clock;
-
-// Polls `pred` until it holds or `timeout` passes. The pause between polls only saves CPU;
-// the result never depends on it.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return pred();
-}
 
 // Whether backend `pid` is waiting for a lock of `locktype` (a pg_locks.locktype).
 inline bool waits_for_lock(pg::Connection& observer, int pid, const std::string& locktype) {

@@ -1,5 +1,6 @@
 // The runtime tests' shared fixture: RuntimeTest (a migrated schema, client options, an
-// enqueue helper), eventually() and WorkerProcess (an `awa work` child process).
+// enqueue helper) and WorkerProcess (an `awa work` child process); bounded polling,
+// eventually(), is support.hpp's.
 #pragma once
 
 #include <fcntl.h>
@@ -34,18 +35,6 @@ namespace awa::testing {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-// Polls `pred` until it holds or `timeout` passes. The pause only paces the polling; the
-// outcome never depends on it.
-template <class Pred>
-inline bool eventually(Pred pred, milliseconds timeout, milliseconds step = milliseconds(20)) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (pred()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(step);
-  }
-}
 
 // An `awa --schema S ARGS...` child process; SIGKILLed and reaped on destruction whatever
 // happens, and its output printed when the test failed.

@@ -7,13 +7,28 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "pg/connection.hpp"
 
 namespace awa::testing {
+
+// Polls `pred` until it holds or `timeout` passes; true when it held. The pause between
+// polls only paces them: the result never depends on it.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                std::chrono::milliseconds step = std::chrono::milliseconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
 
 // $DATABASE_URL; throws std::runtime_error when it is not set.
 std::string database_url();
