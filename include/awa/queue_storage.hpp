@@ -197,7 +197,7 @@ class QueueStorage {
   std::unique_ptr<Impl> impl_;
 };
 
-// The ordering-key hash of ADR-025 / DESIGN.md §4 (bit-identical to the SQL function
+// The ordering-key hash of ADR-025 (bit-identical to the SQL function
 // shard_for_ordering_key): h = 14695981039346656037; h = h * 1099511628211 + byte.
 std::uint64_t ordering_key_hash(std::string_view key);
 // REQUIRES: 1 <= shards <= 64.

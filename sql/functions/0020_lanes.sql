@@ -1,4 +1,4 @@
--- Lanes: creation and range reservation (DESIGN.md §4, ADR-025).
+-- Lanes: creation and range reservation (ADR-025; docs/design/storage.md, "Lanes").
 
 -- Creates the lane (queue, priority, shard) once: its sequence and both head rows.
 -- Creators of the same lane serialise on an advisory lock, then re-check, so concurrent

@@ -1,4 +1,4 @@
--- SQL enqueue for any language (DESIGN.md §1): routes exactly like the C++ producer.
+-- SQL enqueue for any language (docs/api.md): routes exactly like the C++ producer.
 --
 -- The signature is AWA's awa.insert_job_compat — same parameter names and order, so a
 -- producer written for AWA, positional or named, works unchanged:

@@ -1,4 +1,4 @@
--- Operator lookups (DESIGN.md §10).
+-- Operator lookups (docs/operations.md).
 
 -- The queue's available rows: committed ready rows at or after the claim cursor of their
 -- own lane (matched on the full lane key, never on lane_seq alone, so two shards' rows with

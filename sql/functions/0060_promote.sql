@@ -1,5 +1,5 @@
 -- Promotion of due deferred jobs (scheduled, retry backoff, snoozed) back to ready
--- (DESIGN.md §8). Routed like any enqueue with the queue's *current* shard count, so
+-- (the maintenance leader's round). Routed like any enqueue with the queue's *current* shard count, so
 -- promoted rows land on shards [0, S) even after S was lowered: keyed rows by the
 -- ordering-key hash, unkeyed rows by one rotor pick per (queue, priority). Lanes are
 -- reserved in ascending (queue, priority, enqueue_shard) order, the global lock order.

@@ -1,6 +1,6 @@
 -- Closing attempts: the one function every path that ends an attempt goes through —
--- completion (all outcomes), cancel of a running job, rescue (DESIGN.md §7–8;
--- docs/design/rings.md, "Closing an attempt").
+-- completion (all outcomes), cancel of a running job, rescue
+-- (docs/design/rings.md, "Closing an attempt").
 --
 -- An attempt is (claim batch, lane_seq). It is closed iff a claim_closures row of its
 -- batch lists its lane_seq. The protocol, which models/attempt_lifecycle.pml checks:

@@ -1,4 +1,4 @@
--- Open attempts: heartbeats (lease materialisation), rescue and cancel (DESIGN.md §6–8).
+-- Open attempts: heartbeats (lease materialisation), rescue and cancel.
 -- All of them close attempts through the same per-attempt lock as completion: the
 -- done_entries row on the ready row's key, inserted with ON CONFLICT DO NOTHING.
 
@@ -109,7 +109,7 @@ BEGIN
 END
 $$;
 
--- Closes stale attempts and sends their jobs on (DESIGN.md §8). An attempt is stale when
+-- Closes stale attempts and sends their jobs on. An attempt is stale when
 --   - it is past its hard deadline (deadline rescue);
 --   - it is parked (waiting_external) past its callback timeout (callback-timeout
 --     rescue); a parked attempt is never heartbeat-stale, however old its heartbeat;

@@ -1,4 +1,4 @@
-// Group commit for handler results (DESIGN.md §7, ADR-025's batcher defaults).
+// Group commit for handler results (ADR-025's batcher defaults; docs/runtime.md).
 //
 // Workers submit() completions and go back to work at once; background writer threads
 // write them with QueueStorage::complete — one fused statement, one transaction per

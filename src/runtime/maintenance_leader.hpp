@@ -1,4 +1,4 @@
-// Maintenance leader (DESIGN.md §8): one process per schema rescues stale attempts,
+// Maintenance leader (docs/runtime.md): one process per schema rescues stale attempts,
 // promotes due deferred jobs and purges old dead letters.
 //
 // Election is a session-level advisory lock (sql/queries/runtime/try_leader_lock.sql)

@@ -1,4 +1,4 @@
-// The consumer side of the engine: claim, completion, promotion (DESIGN.md §5–8).
+// The consumer side of the engine: claim, completion, promotion.
 // SQL lives in sql/queries/consume/ and sql/functions/; this file only binds it.
 //
 // Thread safety: a Consumer is immutable; each call uses only the connection passed in.

@@ -1,4 +1,4 @@
-// Open attempts: heartbeats with lease materialisation, rescue, cancel (DESIGN.md §6–8).
+// Open attempts: heartbeats with lease materialisation, rescue, cancel.
 #include <thread>
 
 #include <gtest/gtest.h>

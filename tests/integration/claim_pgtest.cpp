@@ -1,4 +1,4 @@
-// Claim, receipts, completion and terminal storage across shards (DESIGN.md §5–7).
+// Claim, receipts, completion and terminal storage across shards.
 #include <atomic>
 #include <barrier>
 #include <map>
@@ -332,7 +332,7 @@ TEST_F(ClaimTest, ClaimedEntryCarriesEveryField) {
   EXPECT_EQ(e.run_lease, 1);
   EXPECT_EQ(e.attempt, 1);
   EXPECT_EQ(e.max_attempts, 7);
-  EXPECT_EQ(e.enqueue_shard, 4);  // DESIGN.md: "customer-42" is shard 4 of 8
+  EXPECT_EQ(e.enqueue_shard, 4);  // the published vector: "customer-42" is shard 4 of 8
   EXPECT_EQ(e.ready_slot, 0);
   EXPECT_EQ(e.lane_seq, 1);
   EXPECT_EQ(e.claim_slot, 0);

@@ -613,7 +613,7 @@ TEST_F(EnqueueTest, ShardCountOutsideOneToSixtyFourViolatesCheckConstraint) {
 // --- transactional enqueue ---------------------------------------------------------------
 
 TEST_P(EnqueueModeTest, CallerTransactionRollbackLeavesNothingBehind) {
-  // Guards transactional enqueue (DESIGN.md §1) through the public awa::Connection: ready,
+  // Guards transactional enqueue through the public awa::Connection: ready,
   // scheduled, lane heads — all of it vanishes with the caller's rollback.
   Connection app = Connection::connect(database_url());
   std::vector<NewJob> jobs = unkeyed_batch("txq", 3);
@@ -810,7 +810,7 @@ TEST_P(EnqueueModeTest, IdsComeBackInInputOrderForMixedBatches) {
 // --- scheduled jobs ----------------------------------------------------------------------
 
 TEST_P(EnqueueModeTest, FutureRunAtIsScheduledWithoutALane) {
-  // Guards DESIGN.md §4 step 1: a future run_at goes to deferred_jobs ('scheduled') with
+  // Guards scheduling: a future run_at goes to deferred_jobs ('scheduled') with
   // its time intact, creates no ready row and no lane; a past run_at is ready at once.
   const auto future =
       std::chrono::floor<std::chrono::microseconds>(std::chrono::system_clock::now() + 1h);
@@ -926,7 +926,7 @@ std::vector<BadCase> bad_cases() {
 }
 
 TEST_F(EnqueueTest, BadInputIsRejectedAndNothingIsWritten) {
-  // Guards DESIGN.md §1 "bad input gets a clear error and changes nothing": each bad job —
+  // Guards "bad input gets a clear error and changes nothing": each bad job —
   // alone, hidden among good ones, or scheduled — fails the whole call (insert_many and
   // insert_many_copy) with InvalidArgument (22023) naming the field, and no row, lane or
   // head is written. Validation happens before anything is sent, so a caller's open

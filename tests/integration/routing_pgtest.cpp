@@ -122,7 +122,7 @@ TEST_F(RoutingTest, CppAndSqlAgreeOnHashAndShardFor2000Keys) {
 }
 
 TEST_F(RoutingTest, SqlHashMatchesTheDesignTestVectors) {
-  // Guards the SQL function against DESIGN.md §4's vectors directly (not only via C++).
+  // Guards the SQL function against the hash's published vectors directly (not only via C++).
   const auto r = conn().exec(
       "SELECT ordering_key_hash(''::bytea)::text, ordering_key_hash('a'::bytea)::text,"
       " ordering_key_hash('customer-42'::bytea)::text,"

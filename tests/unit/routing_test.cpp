@@ -1,4 +1,4 @@
-// The ordering-key hash and shard routing of ADR-025 / DESIGN.md §4, without a database.
+// The ordering-key hash and shard routing of ADR-025, without a database.
 // The SQL side is compared against this in tests/integration/routing_pgtest.cpp.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ namespace {
 using namespace std::string_view_literals;
 
 TEST(RoutingTest, HashMatchesTheDesignTestVectors) {
-  // Guards bit-identity with DESIGN.md §4's published vectors (shared with the SQL and
+  // Guards bit-identity with the hash's published vectors (shared with the SQL and
   // any other-language producer).
   EXPECT_EQ(ordering_key_hash(""), 14695981039346656037ULL);
   EXPECT_EQ(ordering_key_hash("a"), 12638153115695167552ULL);
