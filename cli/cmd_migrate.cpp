@@ -1,4 +1,5 @@
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -11,10 +12,14 @@ namespace awa::cli {
 
 void add_migrate(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("migrate", "create or upgrade the queue schema");
-  cmd->callback([&ctx] {
-    ctx.action = [&ctx] {
+  auto options = std::make_shared<MigrateOptions>();
+  cmd->add_flag("--allow-running-workers", options->allow_running_workers,
+                "apply a migration older workers cannot run against even while workers of the "
+                "schema look alive");
+  cmd->callback([&ctx, options] {
+    ctx.action = [&ctx, options] {
       auto conn = Connection::connect(ctx.require_database_url());
-      const auto report = migrate(conn, ctx.schema);
+      const auto report = migrate(conn, ctx.schema, *options);
       if (report.newer_functions_kept) {
         // Not "up to date": the schema is ahead of this build, which is allowed (a rollback,
         // or a rolling deploy not finished) but is for the operator to know.

@@ -35,8 +35,21 @@ struct MigrationReport {
   bool newer_functions_kept = false;
 };
 
+struct MigrateOptions {
+  // A few migrations change the storage format in a way older builds cannot run against
+  // (the first: 0002_rings, which replaced per-job receipts). Before applying one to a
+  // schema that already has data, migrate() looks for workers of the schema that are
+  // alive — processes in runtime_instances seen within the last minute, and sessions of
+  // the database whose last statement, within the last minute, named the schema — and
+  // refuses with MigrationError (SQLSTATE 55006) naming them, changing nothing: stop them
+  // first (docs/upgrading.md). True skips that check (the workers are known to be
+  // stopped, or a session it names is not a worker).
+  bool allow_running_workers = false;
+};
+
 // Brings `schema` (default "awa") up to this build's version. Throws InvalidArgument
 // for a bad schema name, MigrationError as described above, DatabaseError otherwise.
-MigrationReport migrate(Connection& conn, const std::string& schema = "awa");
+MigrationReport migrate(Connection& conn, const std::string& schema = "awa",
+                        const MigrateOptions& options = {});
 
 }  // namespace awa

@@ -22,6 +22,13 @@ constexpr std::string_view kMigrationsDir = "migrations/";
 constexpr std::string_view kFunctionsDir = "functions/";
 constexpr std::string_view kFunctionSettings = "security/function_settings.sql";
 
+// Migrations whose storage change older builds cannot run against: 0002_rings dropped the
+// per-job receipt table (lease_claims) that an older worker's claims and completions
+// write. Migrations are append-only (checksummed), so the list lives here rather than in
+// the files. A migration belongs here when a build from before it, running against the
+// schema after it, fails (the upgrade rehearsal, scripts/upgrade-rehearsal, shows it).
+constexpr int kBreaksRunningWorkers[] = {2};
+
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -146,8 +153,32 @@ std::vector<Migration> embedded_migrations() {
   return out;
 }
 
-Migrator::Migrator(std::string schema)
-    : schema_(std::move(schema)), quoted_(sql::quote_schema(schema_)) {}
+Migrator::Migrator(std::string schema, MigrateOptions options)
+    : schema_(std::move(schema)), quoted_(sql::quote_schema(schema_)), options_(options) {}
+
+void Migrator::refuse_if_workers_run(pg::Connection& conn,
+                                     const std::vector<std::string>& pending) const {
+  if (options_.allow_running_workers || pending.empty()) return;
+  std::vector<std::string> alive;
+  const auto sessions = conn.query(sql::file("queries/migrator/live_sessions.sql"), quoted_ + ".");
+  for (int r = 0; r < sessions.rows(); ++r) alive.push_back(sessions.get<std::string>(r, 0));
+  const bool registry =
+      !conn.query("SELECT to_regclass($1) IS NULL", quoted_ + ".runtime_instances").get<bool>(0, 0);
+  if (registry) {
+    const auto instances =
+        conn.exec(sql::render(sql::file("queries/migrator/live_instances.sql"), quoted_));
+    for (int r = 0; r < instances.rows(); ++r) alive.push_back(instances.get<std::string>(r, 0));
+  }
+  if (alive.empty()) return;
+  throw MigrationError(
+      fmt::format("schema {}: migration {} changes the storage format that running workers of "
+                  "an older build use, and {} worker(s) look alive: {}; nothing was changed",
+                  schema_, fmt::join(pending, ", "), alive.size(), fmt::join(alive, "; ")),
+      Retry::kDoNotRetry, "55006", "",
+      "stop the workers of this schema (a graceful stop finishes what they run), migrate, then "
+      "start workers of this build (docs/upgrading.md); if a session named is not a worker, "
+      "migrate with allow_running_workers (awa migrate --allow-running-workers)");
+}
 
 void Migrator::drop_stale_overloads(
     pg::Connection& conn, const MigrationReport& report,
@@ -231,6 +262,18 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
           it->name, schema_, row.second, it->checksum));
     }
   }
+
+  // Migrations that older builds cannot run against (the storage format their running
+  // workers use changes): checked only for a schema that has migrations already.
+  std::vector<std::string> breaking;
+  for (const auto& m : migrations) {
+    if (applied.count(m.version) == 0 && !applied.empty() &&
+        std::find(std::begin(kBreaksRunningWorkers), std::end(kBreaksRunningWorkers), m.version) !=
+            std::end(kBreaksRunningWorkers)) {
+      breaking.push_back(m.name);
+    }
+  }
+  refuse_if_workers_run(conn, breaking);
 
   for (const auto& m : migrations) {
     if (applied.count(m.version) != 0) continue;
@@ -349,8 +392,9 @@ void Migrator::check_compatible(pg::Connection& conn) const {
 
 namespace awa {
 
-MigrationReport migrate(Connection& conn, const std::string& schema) {
-  return schema::Migrator(schema).migrate(pg::native(conn));
+MigrationReport migrate(Connection& conn, const std::string& schema,
+                        const MigrateOptions& options) {
+  return schema::Migrator(schema, options).migrate(pg::native(conn));
 }
 
 }  // namespace awa

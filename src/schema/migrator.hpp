@@ -56,7 +56,7 @@ std::string function_set_hash();
 class Migrator {
  public:
   // Throws InvalidArgument for a bad schema name. Default: "awa".
-  explicit Migrator(std::string schema = "awa");
+  explicit Migrator(std::string schema = "awa", MigrateOptions options = {});
 
   MigrationReport migrate(pg::Connection& conn) const;
 
@@ -73,8 +73,13 @@ class Migrator {
   void drop_stale_overloads(pg::Connection& conn, const MigrationReport& report,
                             const std::map<std::string, std::vector<std::string>>& creators) const;
 
+  // Throws MigrationError (55006) when `pending` holds a migration older workers cannot
+  // run against and workers of the schema look alive (MigrateOptions).
+  void refuse_if_workers_run(pg::Connection& conn, const std::vector<std::string>& pending) const;
+
   std::string schema_;
   std::string quoted_;
+  MigrateOptions options_;
 };
 
 }  // namespace awa::schema

@@ -7,6 +7,7 @@
 #include "awa/error.hpp"
 #include "cli_runner.hpp"
 #include "schema/migrator.hpp"
+#include "schema/sql_catalog.hpp"
 #include "support.hpp"
 
 namespace awa::testing {
@@ -63,6 +64,64 @@ TEST_F(MigratorTest, ReappliesAFunctionFileWhoseChecksumChanged) {
   conn().exec("UPDATE schema_functions SET checksum = 'old' WHERE name = '0010_routing.sql'");
   const auto report = schema::Migrator(schema_).migrate(conn());
   EXPECT_EQ(report.functions_updated, std::vector<std::string>{"0010_routing.sql"});
+}
+
+// A schema as a build from before the storage rings left it: migration 0001 only.
+void install_version_1(pg::Connection& c) {
+  const auto first = schema::embedded_migrations().front();
+  ASSERT_EQ(first.version, 1);
+  c.exec(
+      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+      "checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
+  c.exec(sql::render(first.text, sql::quote_schema(c.exec("SELECT current_schema()").text(0, 0))));
+  c.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (1, $1, $2)", first.name,
+          first.checksum);
+}
+
+TEST_F(MigratorTest, AStorageMigrationIsRefusedWhileAWorkerOfTheSchemaLooksAlive) {
+  // Guards rolling upgrades across a storage change older builds cannot run against
+  // (0002_rings): with an older worker's session alive on the schema, migrate refuses,
+  // names it and changes nothing; once it is gone, or when told to, migrate applies.
+  install_version_1(conn());
+  auto worker = connect_new();
+  const int worker_pid = worker.backend_pid();
+  worker.exec("SELECT count(*) FROM " + quoted_schema() + ".ready_entries");
+
+  try {
+    schema::Migrator(schema_).migrate(conn());
+    FAIL() << "migrate applied 0002_rings while a worker of the schema was alive";
+  } catch (const MigrationError& e) {
+    EXPECT_EQ(e.sqlstate(), "55006");
+    EXPECT_THAT(e.what(), HasSubstr("0002_rings.sql"));
+    EXPECT_THAT(e.what(), HasSubstr("session pid " + std::to_string(worker_pid)));
+    EXPECT_THAT(e.hint(), HasSubstr("stop the workers"));
+  }
+  EXPECT_FALSE(conn().in_transaction());
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), 1) << "something was applied";
+
+  // The same refusal through the CLI, as one readable line with the SQLSTATE.
+  const auto cli = run_cli("--database-url '" + database_url() + "' migrate --schema " + schema_);
+  EXPECT_NE(cli.exit_code, 0);
+  EXPECT_THAT(cli.output, HasSubstr("55006"));
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), 1);
+
+  worker = connect_new();  // the worker goes (its backend exits), a new idle session comes
+  ASSERT_TRUE(eventually([&] {
+    return scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                  std::to_string(worker_pid)) == 0;
+  }));
+  const auto report = schema::Migrator(schema_).migrate(conn());
+  EXPECT_EQ(report.applied.size(), schema::embedded_migrations().size() - 1);
+}
+
+TEST_F(MigratorTest, AllowRunningWorkersAppliesAStorageMigrationAnyway) {
+  install_version_1(conn());
+  auto worker = connect_new();
+  worker.exec("SELECT count(*) FROM " + quoted_schema() + ".ready_entries");
+  MigrateOptions options;
+  options.allow_running_workers = true;
+  const auto report = schema::Migrator(schema_, options).migrate(conn());
+  EXPECT_EQ(report.applied.front(), "0002_rings.sql");
 }
 
 TEST_F(MigratorTest, FourProcessesMigratingConcurrentlyApplyExactlyOneSet) {
