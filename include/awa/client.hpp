@@ -162,7 +162,8 @@ struct QueueConfig {
   // heartbeated like running ones, shown as awa_jobs_prefetched{queue}, and handed back
   // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default:
   // 1024 — twice claim_batch, so that with short handlers both claimers' claims are in
-  // flight at once (docs/benchmarks.md, "e2e", stop 27: 512 left the second one waiting).
+  // flight at once (docs/benchmarks.md, "A prefetch bound that lets both claimers claim": 512
+  // left the second one waiting).
   int max_prefetch = 1024;
   // Claim connections: the first LISTENs and claims on notifications; the others claim
   // too while the queue is busy, so claims of several lanes (shards, priorities) run at
