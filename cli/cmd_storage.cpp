@@ -40,6 +40,7 @@ int status(const Context& ctx, bool json) {
       fmt::print("  slot {:>2}  {:<7}  generation {:>6}  rows {}\n", s.slot, s.state,
                  s.generation < 0 ? std::string("-") : std::to_string(s.generation), s.rows);
     }
+    if (r.ring == "queue") fmt::print("  keep slot rows {}\n", r.kept_rows);
     if (r.last_rotation) {
       fmt::print("  last rotation: {} (generation {})\n", r.last_rotation->at,
                  r.last_rotation->generation);

@@ -56,7 +56,9 @@ struct RingAction {
   std::int64_t generation = 0;  // rotate: the ring's generation now; prune: the one pruned
   int slot = 0;
   std::int64_t rows_removed = 0;  // prune: rows truncated for good
-  std::int64_t rows_carried = 0;  // prune: live rows copied forward into the current slot
+  // prune: rows copied forward (queue ring: into its keep slot, see RingStatus::kept_rows;
+  // the other rings: into the current slot)
+  std::int64_t rows_carried = 0;
   std::string reason;
 };
 
@@ -82,6 +84,10 @@ struct RingStatus {
   int current_slot = 0;
   std::int64_t generation = 0;
   std::vector<RingSlotStatus> slots;
+  // Queue ring: rows in its keep slot, outside the ring, where prune moves what outlives
+  // a lap (failed jobs inside their retention, unclaimed backlog, long attempts' rows);
+  // a sweep deletes each once it is dead. Zero for the other rings.
+  std::int64_t kept_rows = 0;
   std::optional<RingEvent> last_rotation;
   std::optional<RingEvent> last_prune;
   // Why the latest rotation / prune attempt did nothing, when none has succeeded since.
@@ -465,11 +471,22 @@ class Admin {
   RingAction rotate(Connection& conn, const std::string& ring) const;
   // Prunes the oldest sealed slot of `ring` (TRUNCATE). Refused (done = false, reason)
   // while it holds live work — a pending ready row, an open attempt, an active lease —
-  // unless `carry`: then that work is copied into the current slot first, in the same
-  // transaction. Failed jobs younger than `failed_retention` are always carried. Never
-  // waits for a lock: a slot in use is skipped ("locked") and tried again later.
+  // unless `carry`: then that work is copied forward first, in the same transaction (the
+  // queue ring's into its keep slot, where it is written once however long it stays; the
+  // other rings' into the current slot). Failed jobs younger than `failed_retention` are
+  // always moved to the keep slot. Never waits for a lock: a slot in use is skipped
+  // ("locked") and tried again later.
   RingAction prune(Connection& conn, const std::string& ring, bool carry = false,
                    std::chrono::seconds failed_retention = std::chrono::hours(72)) const;
+  // Deletes dead rows from the queue ring's keep slot (claimed and closed, cancelled and
+  // passed, failed past `failed_retention`), at most `limit` ready rows with their done
+  // rows and tombstones, folding their terminal counts first; truncates the slot instead
+  // when nothing in it is to be kept. Returns the rows deleted (0 also when another
+  // prune or sweep holds the queue ring). Never waits for a lock to truncate. The
+  // maintenance leader calls it after each queue-ring rotation.
+  std::int64_t sweep_kept(Connection& conn,
+                          std::chrono::seconds failed_retention = std::chrono::hours(72),
+                          int limit = 100000) const;
   // Every ring's slots, generations and row counts (exact: reads every partition), and
   // its last rotation, prune and skip reasons.
   std::vector<RingStatus> storage_status(Connection& conn) const;

@@ -67,8 +67,19 @@ BEGIN
 END
 $$;
 
--- Slots of a ring that may hold rows, oldest generation first: every generation after
--- the last pruned one, up to the current one.
+-- Whether the queue ring's keep slot (-1, migration 0017) may hold live work, as the
+-- newest prune left it: false for the other rings and before any prune.
+CREATE OR REPLACE FUNCTION {schema}.ring_keep_live(p_ring text)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT p.keep_live FROM {schema}.ring_prunes p
+                     WHERE p.ring = p_ring ORDER BY p.generation DESC LIMIT 1), false)
+$$;
+
+-- Slots of a ring that may hold live work, oldest first: the keep slot (-1) when it may
+-- (ring_keep_live), then every generation after the last pruned one, up to the current
+-- one. Retained failed jobs in the keep slot are not live work: job lookups read the
+-- keep slot by key.
 CREATE OR REPLACE FUNCTION {schema}.ring_live_slots(p_ring text)
 RETURNS smallint[]
 LANGUAGE plpgsql STABLE AS $$
@@ -76,7 +87,8 @@ DECLARE
     v record;
 BEGIN
     SELECT * INTO v FROM {schema}.ring_position(p_ring);
-    RETURN {schema}.ring_slots_between(v.pruned_through + 1, v.current_generation, v.slot_count);
+    RETURN CASE WHEN {schema}.ring_keep_live(p_ring) THEN ARRAY[-1]::smallint[] ELSE '{}' END
+           || {schema}.ring_slots_between(v.pruned_through + 1, v.current_generation, v.slot_count);
 END
 $$;
 

@@ -19,7 +19,9 @@
 --    nothing to repair.
 --
 -- Rows of one lane may sit in several live ready slots (the ring rotated while they
--- waited, or prune carried them forward), not necessarily in slot order. The candidate
+-- waited, or prune moved them to the keep slot, -1, when they outlived a lap of the ring),
+-- not necessarily in slot order. The keep slot is live only while a prune has left live
+-- work in it (ring_prunes.keep_live, read with the ring position). The candidate
 -- scan therefore reads each live slot with the slot as a plain scalar (lane_heads_in_slot,
 -- one UNION ALL arm per possible live slot, an arm with a NULL slot doing nothing) —
 -- PostgreSQL prunes that to one partition at executor start-up and walks the primary key
@@ -103,7 +105,7 @@ RETURNS TABLE (
     metadata jsonb, tags text[], max_attempts smallint, ordering_key bytea, errors jsonb,
     run_at timestamptz, created_at timestamptz, claimed_at timestamptz, deadline_at timestamptz)
 LANGUAGE plpgsql
--- Generic plans: the statements over all sixteen possible live slots are pruned at
+-- Generic plans: the statements over all seventeen possible live slots are pruned at
 -- executor start-up; planned per call (custom plans) they cost milliseconds.
 SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
@@ -212,24 +214,29 @@ BEGIN
         -- ring_position('queue') and ring_live_slots('queue'), inline and in one statement:
         -- this runs on every claim.
         SELECT g.gen, g.pruned,
-               ARRAY(SELECT (x % g.n)::smallint
-                     FROM generate_series(greatest(g.pruned + 1, g.gen - g.n + 1), g.gen) AS x
-                     ORDER BY x)
+               CASE WHEN g.keep THEN ARRAY[-1]::smallint[] ELSE '{}' END
+               || ARRAY(SELECT (x % g.n)::smallint
+                        FROM generate_series(greatest(g.pruned + 1, g.gen - g.n + 1), g.gen) AS x
+                        ORDER BY x)
         INTO v_gen, v_pruned, v_slots
         FROM (SELECT (SELECT r.generation FROM {schema}.ring_rotations r
                       WHERE r.ring = 'queue' ORDER BY r.generation DESC LIMIT 1) AS gen,
-                     coalesce((SELECT p.generation FROM {schema}.ring_prunes p
-                               WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1) AS pruned,
-                     (SELECT s.slot_count FROM {schema}.ring_state s WHERE s.ring = 'queue') AS n) AS g;
-        IF cardinality(v_slots) > 16 THEN
-            RAISE EXCEPTION 'claim_ready_runtime reads at most 16 live ready slots, the ring has %',
+                     coalesce(last_prune.generation, -1) AS pruned,
+                     coalesce(last_prune.keep_live, false) AS keep,
+                     (SELECT s.slot_count FROM {schema}.ring_state s WHERE s.ring = 'queue') AS n
+              FROM (SELECT NULL) AS one
+              LEFT JOIN LATERAL (SELECT p.generation, p.keep_live FROM {schema}.ring_prunes p
+                                 WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1) AS last_prune
+                ON true) AS g;
+        IF cardinality(v_slots) > 17 THEN
+            RAISE EXCEPTION 'claim_ready_runtime reads at most 17 live ready slots (16 and the keep slot), the ring has %',
                 cardinality(v_slots) USING ERRCODE = '0A000';
         END IF;
         IF cardinality(v_slots) = 1 THEN
             -- One live slot, the usual case (the ring has not rotated since the last
             -- prune): the same scan over that slot alone. Each arm of the general scan is
             -- pruned at executor start-up, but a generic plan still carries and initialises
-            -- all sixteen. This form makes a claim about a quarter cheaper (medians of 3
+            -- all seventeen. This form makes a claim about a quarter cheaper (medians of 3
             -- pgbench runs of BEGIN, claim, ROLLBACK: empty 0.85 -> 0.62 ms, one row
             -- 1.33 -> 0.96 ms), a fixed cost that idle pickup pays.
             SELECT claims.priority, claims.enqueue_shard, head.seq
@@ -268,7 +275,8 @@ BEGIN
                         UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[13])
                         UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[14])
                         UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[15])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])) AS h(p, s, seq, at)
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[17])) AS h(p, s, seq, at)
                   ORDER BY h.p, h.s, h.seq) AS head
               ON head.p = claims.priority AND head.s = claims.enqueue_shard
             WHERE claims.queue = p_queue
@@ -308,7 +316,8 @@ BEGIN
               AND coalesce((SELECT p.generation FROM {schema}.ring_prunes p
                             WHERE p.ring = 'queue' ORDER BY p.generation DESC LIMIT 1), -1) = v_pruned
               AND r.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
-                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16])
+                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16],
+                                   v_slots[17])
               AND r.queue = p_queue
               AND r.priority = v_priority
               AND r.enqueue_shard = v_shard
@@ -319,7 +328,8 @@ BEGIN
             SELECT t.lane_seq
             FROM {schema}.ready_tombstones t
             WHERE t.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
-                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16])
+                                   v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16],
+                                   v_slots[17])
               AND t.queue = p_queue
               AND t.priority = v_priority
               AND t.enqueue_shard = v_shard

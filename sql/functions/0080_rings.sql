@@ -14,9 +14,11 @@
 -- PRUNE_WAITS variant of models/lock_order.pml), and each gate is checked once before
 -- the locks (cheap refusal) and again under them (rows committed while we got there).
 -- A slot with live content is refused, unless p_carry: then the live rows are copied
--- into the current slot under the same locks, in the same transaction as the TRUNCATE,
--- so a paused queue or a long-running attempt never pins the ring. Failed terminal rows
--- younger than p_failed_retention are always carried with their ready rows. Terminal
+-- forward under the same locks, in the same transaction as the TRUNCATE, so a paused
+-- queue or a long-running attempt never pins the ring: the queue ring's into its keep
+-- slot (0082_keep_slot.sql), where no later prune reaches them, the claim and lease
+-- rings' into the current slot. Failed terminal rows younger than p_failed_retention are
+-- always moved to the keep slot with their ready rows. Terminal
 -- counts of what is removed are added to terminal_rollups first, and its job ends and
 -- claims per lane and minute to minute_rollups (the dashboard's rates).
 
@@ -211,6 +213,7 @@ DECLARE
     v_k       bigint;
     v_try     integer := 0;
     v_locked  boolean := false;
+    v_keep_live boolean := false;
 BEGIN
     PERFORM {schema}.ring_check(p_ring);
     SELECT s.slot_count INTO v_n FROM {schema}.ring_state s WHERE s.ring = p_ring;
@@ -273,7 +276,7 @@ BEGIN
     END LOOP;
 
     IF p_ring = 'queue' THEN
-        v_carried := {schema}.prune_carry_queue(v_slot, v_cur.slot, p_carry, p_failed_retention);
+        v_carried := {schema}.prune_carry_queue(v_slot, p_carry, p_failed_retention);
     ELSIF p_ring = 'claim' THEN
         v_carried := {schema}.prune_carry_claims(v_slot, v_cur.slot, p_carry);
         IF v_carried < 0 THEN
@@ -301,8 +304,13 @@ BEGIN
     FOREACH v_parent IN ARRAY {schema}.ring_parents(p_ring) LOOP
         EXECUTE format('TRUNCATE %s.%I', '{schema}', v_parent || '_' || v_slot);
     END LOOP;
-    INSERT INTO {schema}.ring_prunes (ring, generation, slot, rows_removed, rows_carried)
-    VALUES (p_ring, v_gen, v_slot, v_rows - v_carried, v_carried);
+    -- Whether the keep slot may now hold live work (readers include it only then):
+    -- recomputed when this prune may have moved some there or it already might.
+    IF p_ring = 'queue' AND (p_carry OR {schema}.ring_keep_live('queue')) THEN
+        v_keep_live := {schema}.keep_holds_live();
+    END IF;
+    INSERT INTO {schema}.ring_prunes (ring, generation, slot, rows_removed, rows_carried, keep_live)
+    VALUES (p_ring, v_gen, v_slot, v_rows - v_carried, v_carried, v_keep_live);
     -- The ledgers keep two laps of history (status and debugging need no more).
     DELETE FROM {schema}.ring_rotations r WHERE r.ring = p_ring AND r.generation < v_cur.generation - 2 * v_n;
     DELETE FROM {schema}.ring_prunes r WHERE r.ring = p_ring AND r.generation < v_gen - 2 * v_n;
@@ -336,9 +344,80 @@ LANGUAGE sql AS $$
                             FOR UPDATE SKIP LOCKED))
 $$;
 
--- Queue-ring carry and count fold, under prune's locks. Returns the rows carried.
+-- Terminal counts of done rows about to leave a queue-ring slot (p_slot; -1 is the keep
+-- slot) for good, into terminal_rollups (all time) and minute_rollups (job ends per lane
+-- and minute, for the rates: Admin::throughput, dead letters included). The rows are
+-- those of the slot whose key is listed in the temp table awa_fold_keys (p_listed), or
+-- not listed (NOT p_listed: the keys are the ones that stay). 'completed' done rows predate
+-- migration 0002 or kept a callback's result (0011); any other success leaves only its
+-- claim closure (prune_carry_claims).
+CREATE OR REPLACE FUNCTION {schema}.fold_done_rows(p_slot smallint, p_listed boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET jit = off AS $$
+BEGIN
+    CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
+        queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+    -- Two statements per case rather than one with a condition on p_listed: a semi-join
+    -- and an anti-join each get a hash plan; a correlated test would probe per row.
+    IF p_listed THEN
+        INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
+        SELECT d.queue, d.state, count(*)
+        FROM {schema}.done_entries d
+        WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
+          AND (d.queue, d.priority, d.enqueue_shard, d.lane_seq) IN (
+              SELECT k.queue, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
+        GROUP BY d.queue, d.state
+        ORDER BY d.queue, d.state
+        ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+        INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
+        SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
+               count(*) FILTER (WHERE d.state = 'completed'),
+               count(*) FILTER (WHERE d.state <> 'completed')
+        FROM {schema}.done_entries d
+        WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
+          AND d.finished_at >= {schema}.minute_rollups_from()
+          AND (d.queue, d.priority, d.enqueue_shard, d.lane_seq) IN (
+              SELECT k.queue, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
+        GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+            SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
+    ELSE
+        INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
+        SELECT d.queue, d.state, count(*)
+        FROM {schema}.done_entries d
+        WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
+          AND NOT EXISTS (SELECT 1 FROM awa_fold_keys k
+                          WHERE k.queue = d.queue AND k.priority = d.priority
+                            AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
+        GROUP BY d.queue, d.state
+        ORDER BY d.queue, d.state
+        ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+        INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
+        SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
+               count(*) FILTER (WHERE d.state = 'completed'),
+               count(*) FILTER (WHERE d.state <> 'completed')
+        FROM {schema}.done_entries d
+        WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
+          AND d.finished_at >= {schema}.minute_rollups_from()
+          AND NOT EXISTS (SELECT 1 FROM awa_fold_keys k
+                          WHERE k.queue = d.queue AND k.priority = d.priority
+                            AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
+        GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+            SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
+    END IF;
+    PERFORM {schema}.minute_rollups_trim();
+END
+$$;
+
+-- Queue-ring carry and count fold, under prune's locks: what must stay moves to the keep
+-- slot (-1) once, never to a slot a later prune reaches. Returns the rows moved.
+DROP FUNCTION IF EXISTS {schema}.prune_carry_queue(smallint, smallint, boolean, interval);
 CREATE OR REPLACE FUNCTION {schema}.prune_carry_queue(
-    p_slot smallint, p_into smallint, p_carry boolean, p_failed_retention interval)
+    p_slot smallint, p_carry boolean, p_failed_retention interval)
 RETURNS bigint
 LANGUAGE plpgsql
 SET jit = off AS $$
@@ -346,65 +425,37 @@ DECLARE
     v_n bigint := 0;
     v_k bigint;
 BEGIN
-    CREATE TEMP TABLE IF NOT EXISTS awa_prune_keep (
+    CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
         queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
-    TRUNCATE awa_prune_keep;
+    TRUNCATE awa_fold_keys;
 
     -- Failed jobs stay inspectable (and retryable) for the retention window.
-    INSERT INTO awa_prune_keep
+    INSERT INTO awa_fold_keys
     SELECT d.queue, d.priority, d.enqueue_shard, d.lane_seq
     FROM {schema}.done_entries d
     WHERE d.ready_slot = p_slot AND d.state = 'failed' AND d.finished_at >= now() - p_failed_retention;
     WITH kept AS (
         INSERT INTO {schema}.done_entries
-        SELECT p_into, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
+        SELECT -1, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
                d.attempt, d.state, d.finished_at, d.error
         FROM {schema}.done_entries d
-        JOIN awa_prune_keep k USING (queue, priority, enqueue_shard, lane_seq)
+        JOIN awa_fold_keys k USING (queue, priority, enqueue_shard, lane_seq)
         WHERE d.ready_slot = p_slot
         RETURNING 1)
     SELECT count(*) INTO v_k FROM kept;
     v_n := v_n + v_k;
 
-    -- Terminal counts of the rows that leave for good.
-    INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
-    SELECT d.queue, d.state, count(*)
-    FROM {schema}.done_entries d
-    WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
-      AND NOT EXISTS (SELECT 1 FROM awa_prune_keep k
-                      WHERE k.queue = d.queue AND k.priority = d.priority
-                        AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
-    GROUP BY d.queue, d.state
-    ORDER BY d.queue, d.state
-    ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
-
-    -- Their job ends per lane and minute, for the rates (Admin::throughput): the same rows
-    -- as above (this runs before the live work joins awa_prune_keep; ready rows carried
-    -- for it have no done row that stays), dead letters included. 'completed' rows predate
-    -- migration 0002 or kept a callback's result (0011); any other success leaves only its
-    -- claim closure (prune_carry_claims).
-    INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
-    SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
-           count(*) FILTER (WHERE d.state = 'completed'),
-           count(*) FILTER (WHERE d.state <> 'completed')
-    FROM {schema}.done_entries d
-    WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
-      AND d.finished_at >= {schema}.minute_rollups_from()
-      AND NOT EXISTS (SELECT 1 FROM awa_prune_keep k
-                      WHERE k.queue = d.queue AND k.priority = d.priority
-                        AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
-    GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-    ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-    ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
-        SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
-    PERFORM {schema}.minute_rollups_trim();
+    -- Terminal counts of the rows that leave for good (before the live work joins
+    -- awa_fold_keys: ready rows moved for it have no done row that stays).
+    PERFORM {schema}.fold_done_rows(p_slot, false);
 
     IF p_carry THEN
         -- Live work: rows not claimed yet (tombstoned ones are dropped with their
         -- tombstones: the claim treats the missing lane_seq as a gap) and the ready rows of
         -- attempts still open. Same lane key and lane_seq, so the claim's merge across
-        -- slots and the batches' lane ranges still find them.
-        INSERT INTO awa_prune_keep
+        -- slots (the keep slot included while ring_prunes.keep_live says so) and the
+        -- batches' lane ranges still find them.
+        INSERT INTO awa_fold_keys
         SELECT r.queue, r.priority, r.enqueue_shard, r.lane_seq
         FROM {schema}.ready_entries r
         JOIN {schema}.queue_claim_heads c
@@ -421,12 +472,12 @@ BEGIN
 
     WITH kept AS (
         INSERT INTO {schema}.ready_entries
-        SELECT p_into, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind, r.args,
+        SELECT -1, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind, r.args,
                r.attempt, r.run_lease, r.max_attempts, r.run_at, r.created_at, r.ordering_key,
                r.metadata, r.tags, r.errors
         FROM {schema}.ready_entries r
         WHERE r.ready_slot = p_slot
-          AND EXISTS (SELECT 1 FROM awa_prune_keep k
+          AND EXISTS (SELECT 1 FROM awa_fold_keys k
                       WHERE k.queue = r.queue AND k.priority = r.priority
                         AND k.enqueue_shard = r.enqueue_shard AND k.lane_seq = r.lane_seq)
         RETURNING 1)
@@ -514,8 +565,9 @@ BEGIN
 END
 $$;
 
--- Per ring: its slots with state (current / sealed / pruned) and exact row counts.
--- Row counts read every partition: an operator path.
+-- Per ring: its slots with state (current / sealed / pruned) and exact row counts, and
+-- for the queue ring its keep slot (slot -1, state 'keep'; 0082_keep_slot.sql). Row
+-- counts read every partition: an operator path.
 CREATE OR REPLACE FUNCTION {schema}.storage_status()
 RETURNS TABLE (ring text, slot smallint, state text, generation bigint, row_count bigint,
                current_slot smallint, current_generation bigint)
@@ -544,6 +596,13 @@ BEGIN
                 greatest(v_gen, -1), {schema}.ring_slot_rows(v_ring, v_i),
                 v_cur.slot, v_cur.generation;
         END LOOP;
+        IF v_ring = 'queue' THEN
+            RETURN QUERY SELECT v_ring, (-1)::smallint, 'keep'::text, (-1)::bigint,
+                (SELECT count(*) FROM {schema}.ready_entries r WHERE r.ready_slot = -1)
+                + (SELECT count(*) FROM {schema}.done_entries d WHERE d.ready_slot = -1)
+                + (SELECT count(*) FROM {schema}.ready_tombstones t WHERE t.ready_slot = -1),
+                v_cur.slot, v_cur.generation;
+        END IF;
     END LOOP;
 END
 $$;

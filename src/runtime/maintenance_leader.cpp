@@ -14,6 +14,7 @@
 #include "awa/metrics.hpp"
 #include "pg/native.hpp"
 #include "runtime/instance_registry.hpp"
+#include "runtime/ring_maintenance.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/periodic.hpp"
@@ -356,26 +357,10 @@ bool MaintenanceLeader::rings(awa::Connection& conn) {
 }
 
 void MaintenanceLeader::ring(awa::Connection& conn, const char* name, bool rotate_due) {
-  const Admin admin(options_.schema);
-  // Sealed slots whose work is all done go first; a ring has at most slot_count of them.
-  for (int i = 0; i < 64; ++i) {
-    const auto pruned = admin.prune(conn, name, false, options_.failed_retention);
-    if (!pruned.done) break;
-    prunes_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (!rotate_due) return;
-  auto rotated = admin.rotate(conn, name);
-  if (!rotated.done && rotated.reason.starts_with(kRingFull)) {
-    // The ring is full: carry the oldest slot's live work forward so it can advance.
-    const auto carried = admin.prune(conn, name, true, options_.failed_retention);
-    if (carried.done) {
-      prunes_.fetch_add(1, std::memory_order_relaxed);
-      spdlog::info("maintenance: {} ring full; pruned generation {} carrying {} live rows", name,
-                   carried.generation, carried.rows_carried);
-      rotated = admin.rotate(conn, name);
-    }
-  }
-  if (rotated.done) rotations_.fetch_add(1, std::memory_order_relaxed);
+  const auto step_result =
+      maintain_ring(conn, Admin(options_.schema), name, rotate_due, options_.failed_retention);
+  prunes_.fetch_add(static_cast<std::uint64_t>(step_result.prunes), std::memory_order_relaxed);
+  if (step_result.rotated) rotations_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace awa::runtime

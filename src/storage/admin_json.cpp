@@ -105,6 +105,7 @@ json of(const RingStatus& r) {
           {"current_slot", r.current_slot},
           {"generation", r.generation},
           {"slots", std::move(slots)},
+          {"kept_rows", r.kept_rows},
           {"last_rotation", event_of(r.last_rotation, false, false)},
           {"last_prune", event_of(r.last_prune, true, false)},
           {"rotate_skipped", event_of(r.last_rotate_skip, false, true)},

@@ -68,6 +68,16 @@ RingAction Admin::prune(Connection& conn, const std::string& ring, bool carry,
   return a;
 }
 
+std::int64_t Admin::sweep_kept(Connection& conn, std::chrono::seconds failed_retention,
+                               int limit) const {
+  if (failed_retention.count() < 0) throw InvalidArgument("failed retention must not be negative");
+  if (limit < 1) throw InvalidArgument("sweep limit must be at least 1");
+  const auto res = pg::native(conn).exec(
+      sql::render(sql::file("queries/rings/sweep_keep.sql"), quoted_),
+      pg::make_params(std::to_string(failed_retention.count()) + " seconds", limit));
+  return res.get<std::int64_t>(0, 0);
+}
+
 std::vector<RingStatus> Admin::storage_status(Connection& conn) const {
   // One snapshot for the slots and the events, so they agree with each other.
   Transaction tx(conn);
@@ -86,6 +96,10 @@ std::vector<RingStatus> Admin::storage_status(Connection& conn) const {
       if (slots.get<std::string>(i, 0) != name) continue;
       r.current_slot = slots.get<int>(i, 5);
       r.generation = slots.get<std::int64_t>(i, 6);
+      if (slots.get<std::string>(i, 2) == "keep") {
+        r.kept_rows = slots.get<std::int64_t>(i, 4);
+        continue;
+      }
       r.slots.push_back({slots.get<int>(i, 1), slots.get<std::string>(i, 2),
                          slots.get<std::int64_t>(i, 3), slots.get<std::int64_t>(i, 4)});
     }

@@ -17,6 +17,7 @@
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
 #include "producer_support.hpp"
+#include "runtime/ring_maintenance.hpp"
 #include "storage/store_access.hpp"
 #include "storage_support.hpp"
 
@@ -143,31 +144,20 @@ class RingsTest : public StorageTest {
   }
   QueueCounts counts(const std::string& queue) { return admin().queue_counts(admin_conn(), queue); }
 
-  // What MaintenanceLeader::rings does for one ring in one round: prune every sealed slot
-  // that holds nothing live, rotate, and when the ring is full carry the oldest slot's
-  // live work forward and rotate again.
+  // What MaintenanceLeader::rings does for one ring in one round (runtime::maintain_ring):
+  // prune every sealed slot that holds nothing live, rotate, and when the ring is full
+  // carry the oldest slot's live work forward and rotate again; after a rotation of the
+  // queue ring, sweep its keep slot.
   struct Tick {
     int prunes = 0;
     int rotations = 0;
     std::int64_t carried = 0;
+    std::int64_t swept = 0;
   };
   Tick maintain(const std::string& ring) {
-    Tick t;
-    for (int i = 0; i < 64; ++i) {
-      if (!prune(ring).done) break;
-      ++t.prunes;
-    }
-    auto r = rotate(ring);
-    if (!r.done && r.reason.starts_with(kRingFull)) {
-      const auto c = prune(ring, true);
-      if (c.done) {
-        ++t.prunes;
-        t.carried += c.rows_carried;
-        r = rotate(ring);
-      }
-    }
-    if (r.done) ++t.rotations;
-    return t;
+    const auto t =
+        runtime::maintain_ring(admin_conn(), admin(), ring, true, std::chrono::hours(72));
+    return Tick{t.prunes, t.rotated ? 1 : 0, t.rows_carried, t.rows_swept};
   }
 
   static NewJob job(const std::string& queue, nlohmann::json args = nlohmann::json::object(),
