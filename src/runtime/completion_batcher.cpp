@@ -117,14 +117,26 @@ void CompletionBatcher::write_once(std::span<const Completion> batch) {
     throw;
   }
   std::uint64_t stale = 0;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (results[i].stale()) ++stale;
-    if (on_result_) on_result_(batch[i], results[i]);
+  for (const auto& r : results) {
+    if (r.stale()) ++stale;
   }
-  std::lock_guard lock(mu_);
-  ++stats_.flushes;
-  stats_.written += batch.size();
-  stats_.stale += stale;
+  // The stats first: whoever is told of a row by its callback sees it counted.
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.flushes;
+    stats_.written += batch.size();
+    stats_.stale += stale;
+  }
+  if (!on_result_) return;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    // The rows are written: a callback that throws must not make them look dropped or
+    // keep the other rows' callbacks from running.
+    try {
+      on_result_(batch[i], results[i]);
+    } catch (const std::exception& e) {
+      spdlog::error("completion result callback for job {} threw: {}", batch[i].job_id, e.what());
+    }
+  }
 }
 
 void CompletionBatcher::drop(std::size_t rows, const std::exception& e) {

@@ -65,8 +65,9 @@ struct CompletionBatcherOptions {
 
 class CompletionBatcher {
  public:
-  // Called on a writer thread once per submitted completion, after its flush; with
-  // several writers, concurrently.
+  // Called on a writer thread once per submitted completion, after its flush has been
+  // counted in stats(); with several writers, concurrently. An exception it throws is
+  // logged and changes nothing else.
   using ResultCallback = std::function<void(const Completion&, const CompletionResult&)>;
 
   struct Stats {

@@ -5,7 +5,9 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -139,6 +141,46 @@ TEST_F(CompletionBatcherTest, FlushIntervalBoundsTheWaitOfALoneCompletion) {
   EXPECT_LT(waited.count(), (kInterval + kSlack).count()) << "ms from submit() to written";
   EXPECT_EQ(batcher.stats().written, 1U);
   EXPECT_EQ(batcher.stats().flushes, 1U);
+}
+
+TEST_F(CompletionBatcherTest, ARowIsCountedBeforeItsCallbackRuns) {
+  // Whoever learns of a written row from its callback (a test, the runtime's metrics)
+  // must find it in stats(): counting after the callbacks left a window in which a
+  // waiter woken by the callback read written = 0.
+  const auto claimed = seed_and_claim(2);
+  pg::Pool pool(test_connect_options(), 1);
+  std::vector<std::uint64_t> seen;  // written, as each callback saw it
+  runtime::CompletionBatcher* self = nullptr;
+  runtime::CompletionBatcher batcher(
+      pool, *store_, {},
+      [&](const Completion&, const CompletionResult&) { seen.push_back(self->stats().written); });
+  self = &batcher;
+  batcher.submit(Completion::of(claimed[0], Outcome::kCompleted));
+  batcher.submit(Completion::of(claimed[1], Outcome::kCompleted));
+  batcher.flush();
+  ASSERT_EQ(seen.size(), 2U);
+  // However the two rows were grouped into flushes, the n-th callback finds n rows counted.
+  EXPECT_GE(seen[0], 1U) << "a callback ran before its row was counted";
+  EXPECT_GE(seen[1], 2U) << "a callback ran before its row was counted";
+}
+
+TEST_F(CompletionBatcherTest, ACallbackThatThrowsLeavesItsRowsWritten) {
+  // The rows are in the database when the callbacks run: one that throws must not count
+  // its flush as dropped, nor keep the next row's callback from running.
+  const auto claimed = seed_and_claim(2);
+  pg::Pool pool(test_connect_options(), 1);
+  std::atomic<int> calls{0};
+  runtime::CompletionBatcher batcher(pool, *store_, {},
+                                     [&](const Completion&, const CompletionResult&) {
+                                       if (calls++ == 0) throw std::runtime_error("callback bug");
+                                     });
+  batcher.submit(Completion::of(claimed[0], Outcome::kCompleted));
+  batcher.submit(Completion::of(claimed[1], Outcome::kCompleted));
+  batcher.flush();
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(batcher.stats().written, 2U);
+  EXPECT_EQ(batcher.stats().dropped, 0U);
+  EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes WHERE state = 'completed'"), 2);
 }
 
 TEST_F(CompletionBatcherTest, StaleCompletionsAreReportedNotApplied) {
