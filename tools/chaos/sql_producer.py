@@ -63,8 +63,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--out", required=True)
-    # Numbers beyond a double's range (1e400) in metadata: workers cannot decode them yet
-    # and strand the claim batch they arrive in, so they are off unless asked for.
+    # Numbers beyond a double's range (1e400) in metadata, as another language's JSON
+    # library may send them: jsonb stores them, the worker fails that job alone (its JSON
+    # cannot be decoded) and runs the rest of its claim batch. The harness asks for them
+    # unless run with --no-huge-numbers.
     ap.add_argument("--huge-numbers", action="store_true")
     o = ap.parse_args()
     signal.signal(signal.SIGTERM, on_term)
