@@ -78,7 +78,8 @@ awa::pg::Connection& Harness::admin() {
 void Harness::spawn_worker(std::size_t i) {
   auto& s = slots_[i];
   const std::vector<std::string> argv = {
-      o_.awa, "--database-url", o_.url, "work", "--queue", o_.queue + ":4", "--heartbeat-ms",
+      o_.awa, "--database-url", o_.url, "work", "--queue",
+      fmt::format("{}:{}", o_.queue, o_.worker_slots), "--heartbeat-ms",
       std::to_string(o_.heartbeat_ms), "--stale-ms", std::to_string(o_.stale_ms),
       "--maintenance-ms", "250",
       // no rotation, so no prune: the ledger check needs
@@ -363,6 +364,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--json", o.json, "also write the result keys to this JSON file");
   app.add_option("--workers", o.workers, "awa work processes")->capture_default_str();
+  app.add_option("--worker-slots", o.worker_slots,
+                 "handlers each awa work process runs at once (its queue's max_workers)")
+      ->capture_default_str();
   app.add_option("--producers", o.producers, "producer threads")->capture_default_str();
   app.add_option("--sql-producers", o.sql_producers,
                  "SQL producer processes (Python, psycopg2; with --sql-producer-script)")
@@ -389,8 +393,9 @@ int main(int argc, char** argv) {
                "only run the ledger check on the database the last run left");
   CLI11_PARSE(app, argc, argv);
 
-  if (o.seconds < 1 || o.workers < 1 || o.producers < 1 || o.rate <= 0) {
-    std::cerr << "awa_chaos: --seconds, --workers, --producers and --rate must be positive\n";
+  if (o.seconds < 1 || o.workers < 1 || o.worker_slots < 1 || o.producers < 1 || o.rate <= 0) {
+    std::cerr << "awa_chaos: --seconds, --workers, --worker-slots, --producers and --rate must be "
+                 "positive\n";
     return 2;
   }
   const char* instance = std::getenv("AWA_PG_INSTANCE");
