@@ -416,4 +416,20 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
   if (!out) throw std::runtime_error("could not write " + path);
 }
 
+nlohmann::json client_stats_json(const ClientStats& stats) {
+  return {{"claimed", stats.claimed},
+          {"completed", stats.completed},
+          {"retried", stats.retried},
+          {"failed", stats.failed},
+          {"snoozed", stats.snoozed},
+          {"cancelled", stats.cancelled},
+          {"stale_completions", stats.stale_completions},
+          {"rescued", stats.rescued},
+          {"promoted", stats.promoted},
+          {"rotations", stats.rotations},
+          {"prunes", stats.prunes},
+          {"released", stats.released},
+          {"waiting", stats.waiting}};
+}
+
 }  // namespace awa::bench

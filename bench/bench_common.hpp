@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "awa/client.hpp"
 #include "pg/connection.hpp"
 
 namespace awa::bench {
@@ -196,5 +197,8 @@ class WaitSampler {
 
 // Writes `doc` to `path` (pretty-printed); throws std::runtime_error on failure.
 void write_json(const std::string& path, const nlohmann::json& doc);
+
+// A Client's counters as the benchmarks report them (the "client" object of their JSON).
+nlohmann::json client_stats_json(const ClientStats& stats);
 
 }  // namespace awa::bench

@@ -129,13 +129,7 @@ nlohmann::json run_json(const RunResult& r) {
           {"e2e_ms", json_or_null(r.e2e_ms)},
           {"pickup_early", r.early},
           {"depth_available", depth},
-          {"client",
-           {{"claimed", r.stats.claimed},
-            {"completed", r.stats.completed},
-            {"retried", r.stats.retried},
-            {"failed", r.stats.failed},
-            {"stale_completions", r.stats.stale_completions},
-            {"rescued", r.stats.rescued}}}};
+          {"client", client_stats_json(r.stats)}};
 }
 
 // The median of one percentile field over the runs that have it.

@@ -977,14 +977,7 @@ int run(const Options& o, const CountingSink& log) {
                                r.rotations_at_recovery ? nlohmann::json(*r.rotations_at_recovery)
                                                        : nlohmann::json(nullptr)}}
              : nlohmann::json(nullptr)},
-        {"client",
-         {{"claimed", r.stats.claimed},
-          {"completed", r.stats.completed},
-          {"retried", r.stats.retried},
-          {"failed", r.stats.failed},
-          {"stale_completions", r.stats.stale_completions},
-          {"rescued", r.stats.rescued},
-          {"promoted", r.stats.promoted}}},
+        {"client", client_stats_json(r.stats)},
         {"runtime_log",
          {{"warnings", r.log_warnings},
           {"errors", r.log_errors},

@@ -287,6 +287,15 @@ nlohmann::json options_json(const Options& o) {
                                    kBatchEvery, kBatchEvery - 1, kBatchSize)}};
 }
 
+// Adds what every report carries (options, machine, load) and writes it to --json.
+void write_report(nlohmann::json& doc, const Options& o, const MachineInfo& machine) {
+  doc["options"] = options_json(o);
+  doc["loadavg_at_end"] = loadavg();
+  doc["machine"] = machine.to_json();
+  write_json(o.json_path, doc);
+  fmt::print("wrote {}\n", o.json_path);
+}
+
 int run_fixed(pg::Connection& admin, const Options& o, const MachineInfo& machine) {
   const auto& s = o.setup;
   std::vector<TrialResult> runs;
@@ -323,11 +332,7 @@ int run_fixed(pg::Connection& admin, const Options& o, const MachineInfo& machin
     nlohmann::json per_run = nlohmann::json::array();
     for (const auto& r : runs) per_run.push_back(trial_json(r, true));
     doc["runs"] = per_run;
-    doc["options"] = options_json(o);
-    doc["loadavg_at_end"] = loadavg();
-    doc["machine"] = machine.to_json();
-    write_json(o.json_path, doc);
-    fmt::print("wrote {}\n", o.json_path);
+    write_report(doc, o, machine);
   }
   return 0;
 }
@@ -406,11 +411,7 @@ int run_capacity(pg::Connection& admin, const Options& o, const MachineInfo& mac
       per.push_back(std::move(t));
     }
     doc["trials"] = per;
-    doc["options"] = options_json(o);
-    doc["loadavg_at_end"] = loadavg();
-    doc["machine"] = machine.to_json();
-    write_json(o.json_path, doc);
-    fmt::print("wrote {}\n", o.json_path);
+    write_report(doc, o, machine);
   }
   return 0;
 }

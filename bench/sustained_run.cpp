@@ -469,17 +469,13 @@ nlohmann::json trial_json(const TrialResult& r, bool with_samples) {
                    {"pinned_xmin_age", r.pinned_xmin_age ? nlohmann::json(*r.pinned_xmin_age)
                                                          : nlohmann::json(nullptr)},
                    {"client",
-                    {{"claimed", r.stats.claimed},
-                     {"completed", r.stats.completed},
-                     {"retried", r.stats.retried},
-                     {"failed", r.stats.failed},
-                     {"stale_completions", r.stats.stale_completions},
-                     {"rescued", r.stats.rescued},
-                     {"rotations", r.stats.rotations},
-                     {"prunes", r.stats.prunes},
-                     {"claims", r.claims},
-                     {"flushes", r.flushes},
-                     {"flush_ms_mean", r.flush_ms_mean}}},
+                    [&] {
+                      auto c = client_stats_json(r.stats);
+                      c["claims"] = r.claims;
+                      c["flushes"] = r.flushes;
+                      c["flush_ms_mean"] = r.flush_ms_mean;
+                      return c;
+                    }()},
                    {"loadavg_at_end", r.loadavg_end}};
   if (with_samples) {
     nlohmann::json samples = nlohmann::json::array();
