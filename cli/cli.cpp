@@ -21,6 +21,23 @@ const std::string& Context::require_database_url() const {
   return database_url;
 }
 
+Connection Context::connect() const {
+  ConnectionOptions o;
+  o.pooled = pooled;
+  return Connection::connect(require_database_url(), o);
+}
+
+Connection Context::connect_direct(std::string_view command) const {
+  if (pooled) {
+    throw InvalidArgument(fmt::format(
+        "{} needs a direct connection to PostgreSQL (it holds session-level locks, which a "
+        "transaction pooler would share with other clients): run it without --pooled, with a "
+        "--database-url that reaches the server directly",
+        command));
+  }
+  return Connection::connect(require_database_url());
+}
+
 namespace {
 
 // One line, with the SQLSTATE when PostgreSQL produced the error; DETAIL and HINT follow
@@ -61,6 +78,9 @@ int run(int argc, char** argv) {
   app.add_option("--database-url", ctx.database_url,
                  "PostgreSQL connection URI (default: $DATABASE_URL)");
   app.add_option("--schema", ctx.schema, "schema holding the queue tables")->capture_default_str();
+  app.add_flag("--pooled", ctx.pooled,
+               "the database URL leads to a transaction-mode pooler (PgBouncer): prepare "
+               "nothing on the server, keep no session state (not for migrate and roles setup)");
 
   add_migrate(app, ctx);
   add_version(app, ctx);

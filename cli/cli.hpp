@@ -8,6 +8,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "awa/connection.hpp"
 
 namespace CLI {
 class App;
@@ -23,10 +26,19 @@ namespace awa::cli {
 struct Context {
   std::string database_url;  // --database-url, else $DATABASE_URL
   std::string schema = "awa";
+  // --pooled: the URL leads to a transaction-mode pooler (PgBouncer pool_mode =
+  // transaction); connections prepare nothing on the server and keep no session state.
+  bool pooled = false;
   std::function<int()> action;  // set by the chosen subcommand's callback
 
   // The database URL, or an InvalidArgument that says how to provide one.
   const std::string& require_database_url() const;
+  // A connection to the database URL, in pooled mode under --pooled.
+  Connection connect() const;
+  // A connection for a command that holds session-level locks (migrate, roles setup):
+  // under --pooled an InvalidArgument that asks for a direct URL, since a transaction
+  // pooler would hand the session to other clients between its transactions.
+  Connection connect_direct(std::string_view command) const;
 };
 
 // Returns the process exit code: 0 on success, 1 on a reported error, 2 on bad usage.

@@ -45,7 +45,7 @@ int report(const std::string& id, std::optional<JobId> job, const std::string& s
 
 int run(const Context& ctx, const std::string& action, const Args& a) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   if (action == "heartbeat") {
     std::optional<std::chrono::milliseconds> timeout;
     if (a.timeout_s > 0) timeout = std::chrono::seconds(a.timeout_s);

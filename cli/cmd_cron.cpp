@@ -82,7 +82,7 @@ int add(const Context& ctx, const AddArgs& a) {
   job.options.catch_up = a.catch_up;
   const PeriodicAdmin admin(ctx.schema);
   validate_periodic(job);  // before connecting: a typo needs no database
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto r = admin.add(conn, job);
   if (a.json) {
     fmt::print("{}\n", nlohmann::json{{"name", r.name},
@@ -98,7 +98,7 @@ int add(const Context& ctx, const AddArgs& a) {
 
 int list(const Context& ctx, bool stale, bool json) {
   const PeriodicAdmin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto schedules = admin.list(conn, stale);
   if (json) {
     auto out = nlohmann::json::array();
@@ -127,7 +127,7 @@ int list(const Context& ctx, bool stale, bool json) {
 
 int set_paused(const Context& ctx, const std::string& name, bool paused, bool json) {
   const PeriodicAdmin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   if (!(paused ? admin.pause(conn, name) : admin.resume(conn, name))) not_found(name);
   if (json) {
     fmt::print("{}\n", nlohmann::json{{"name", name}, {"paused", paused}}.dump());
@@ -141,7 +141,7 @@ int set_paused(const Context& ctx, const std::string& name, bool paused, bool js
 
 int trigger(const Context& ctx, const std::string& name, bool json) {
   const PeriodicAdmin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto id = admin.trigger(conn, name);
   if (!id) not_found(name);
   if (json) {
@@ -154,7 +154,7 @@ int trigger(const Context& ctx, const std::string& name, bool json) {
 
 int remove(const Context& ctx, const std::string& name, bool json) {
   const PeriodicAdmin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   if (!admin.remove(conn, name)) not_found(name);
   if (json) {
     fmt::print("{}\n", nlohmann::json{{"name", name}, {"removed", true}}.dump());

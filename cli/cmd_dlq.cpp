@@ -58,7 +58,7 @@ std::chrono::seconds parse_age(const std::string& text) {
 
 int list(const Context& ctx, const DlqFilter& filter, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto entries = admin.list_dlq(conn, filter);
   if (json) {
     auto out = nlohmann::json::array();
@@ -81,7 +81,7 @@ int list(const Context& ctx, const DlqFilter& filter, bool json) {
 
 int depth(const Context& ctx, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto queues = admin.dlq_depth(conn);
   std::int64_t total = 0;
   for (const auto& [queue, n] : queues) total += n;
@@ -98,7 +98,7 @@ int depth(const Context& ctx, bool json) {
 
 int retry(const Context& ctx, const DlqFilter& filter, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto ids = admin.retry_dlq(conn, filter);
   if (json) {
     fmt::print("{}\n", dump({{"retried", ids}}));
@@ -116,7 +116,7 @@ int retry(const Context& ctx, const DlqFilter& filter, bool json) {
 
 int purge(const Context& ctx, const DlqFilter& filter, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto n = admin.purge_dlq(conn, filter);
   if (json) {
     fmt::print("{}\n", dump({{"purged", n}}));

@@ -100,7 +100,7 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   validate_job(job);
   QueueStorage store(StorageOptions{ctx.schema});
 
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   if (a.unique) {
     // The id on stdout either way (scripts read it); the duplicate note on stderr.
     const auto r = store.insert_result(conn, job);

@@ -64,7 +64,7 @@ int health(const Context& ctx, bool json, std::int64_t recent) {
   const Admin admin(ctx.schema);  // checks the schema name before connecting
   std::optional<Connection> conn;
   try {
-    conn.emplace(Connection::connect(ctx.require_database_url()));
+    conn.emplace(ctx.connect());
   } catch (const ConnectionError& e) {
     // A probe's answer, not a usage error: unhealthy, exit 1. connect() leaves any
     // password out of its message.

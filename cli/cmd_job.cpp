@@ -30,7 +30,7 @@ std::string shard_text(const std::optional<int>& shard) {
 
 int list(const Context& ctx, const JobFilter& filter, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto jobs = admin.list_jobs(conn, filter);
   if (json) {
     auto out = nlohmann::json::array();
@@ -63,7 +63,7 @@ int not_found(JobId id) {
 
 int show(const Context& ctx, JobId id, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto d = admin.job(conn, id);
   if (!d) return not_found(id);
   if (json) {
@@ -121,7 +121,7 @@ int report_action(const JobAction& a, bool json, std::string_view done_outcome,
 
 int cancel(const Context& ctx, JobId id, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto found = admin.cancel_job(conn, id);
   if (json) fmt::print("{}\n", dump({{"id", id}, {"state", found}}));
   if (found == "missing") {
@@ -138,7 +138,7 @@ int cancel(const Context& ctx, JobId id, bool json) {
 
 int retry(const Context& ctx, JobId id, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   return report_action(admin.retry_job(conn, id), json, "retried", "only failed, cancelled or",
                        "dead-lettered jobs can be retried");
 }
@@ -147,7 +147,7 @@ int retry_failed(const Context& ctx, const std::optional<std::string>& queue,
                  const std::optional<std::string>& kind, bool json) {
   const Admin admin(ctx.schema);
   if (!queue && !kind) throw InvalidArgument("job retry-failed needs --queue Q or --kind K");
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto ids = admin.retry_failed(conn, queue, kind);
   if (json) {
     fmt::print("{}\n", dump({{"retried", ids}}));
@@ -160,14 +160,14 @@ int retry_failed(const Context& ctx, const std::optional<std::string>& queue,
 
 int set_priority(const Context& ctx, JobId id, int priority, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   return report_action(admin.set_job_priority(conn, id, priority), json, "reprioritised",
                        "only available, scheduled or", "retryable jobs can be reprioritised");
 }
 
 int move(const Context& ctx, JobId id, const std::string& destination, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   return report_action(admin.move_job(conn, id, destination), json, "moved",
                        "only available, scheduled or", "retryable jobs can be moved");
 }

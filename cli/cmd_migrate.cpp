@@ -18,7 +18,7 @@ void add_migrate(CLI::App& app, Context& ctx) {
                 "schema look alive");
   cmd->callback([&ctx, options] {
     ctx.action = [&ctx, options] {
-      auto conn = Connection::connect(ctx.require_database_url());
+      auto conn = ctx.connect_direct("awa migrate");
       const auto report = migrate(conn, ctx.schema, *options);
       if (report.newer_functions_kept) {
         // Not "up to date": the schema is ahead of this build, which is allowed (a rollback,

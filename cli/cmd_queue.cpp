@@ -144,7 +144,7 @@ void print_summary(const QueueSummary& q) {
 
 int list(const Context& ctx, bool json) {
   const Admin admin(ctx.schema);  // checks the schema name before connecting
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto queues = admin.list_queues(conn);
   if (json) {
     auto out = nlohmann::json::array();
@@ -175,7 +175,7 @@ int list(const Context& ctx, bool json) {
 
 int stats(const Context& ctx, const std::optional<std::string>& queue, bool shards, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   std::vector<QueueSummary> queues;
   if (queue) {
     auto q = admin.queue_summary(conn, *queue);
@@ -217,7 +217,7 @@ int stats(const Context& ctx, const std::optional<std::string>& queue, bool shar
 
 int age_priorities(const Context& ctx, const std::string& queue, std::int64_t aging_ms, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const int moved = admin.age_waiting_priorities(conn, queue, std::chrono::milliseconds(aging_ms));
   if (json) {
     fmt::print("{}\n", nlohmann::json{{"queue", queue}, {"moved", moved}}.dump());
@@ -230,7 +230,7 @@ int age_priorities(const Context& ctx, const std::string& queue, std::int64_t ag
 
 int set_paused(const Context& ctx, const std::string& queue, bool paused) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   if (paused) {
     admin.pause_queue(conn, queue);
     fmt::print(
@@ -310,7 +310,7 @@ int configure(const Context& ctx, const ConfigureArgs& a, bool json) {
   change.max_rate = a.max_rate;
   change.burst = a.burst;
   change.global_max_workers = a.global_max_workers;
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   QueueSettings s;
   try {
     s = admin.configure_queue(conn, a.queue, change);
@@ -329,7 +329,7 @@ int configure(const Context& ctx, const ConfigureArgs& a, bool json) {
 
 int set_shards(const Context& ctx, const std::string& queue, int shards) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   try {
     admin.set_enqueue_shards(conn, queue, shards);
   } catch (const ConstraintViolation& e) {
@@ -348,7 +348,7 @@ int set_shards(const Context& ctx, const std::string& queue, int shards) {
 
 int show_shards(const Context& ctx, const std::string& queue, bool json) {
   const Admin admin(ctx.schema);
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const std::vector<ShardLag> lanes = admin.queue_shards(conn, queue);
   if (json) {
     fmt::print("{}\n", lanes_json(lanes).dump());

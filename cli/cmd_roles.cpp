@@ -16,7 +16,7 @@ struct RolesArgs {
 };
 
 int setup(const Context& ctx, const RolesArgs& a) {
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect_direct("awa roles setup");
   const auto report = Admin(ctx.schema).setup_roles(conn, a.prefix);
   if (a.json) {
     auto roles = nlohmann::json::array();

@@ -28,7 +28,7 @@ nlohmann::json status_json(const std::vector<RingStatus>& rings) {
 }
 
 int status(const Context& ctx, bool json) {
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const auto rings = Admin(ctx.schema).storage_status(conn);
   if (json) {
     fmt::print("{}\n", status_json(rings).dump());
@@ -70,7 +70,7 @@ std::vector<std::string> rings_of(const std::string& ring) {
 // Exit status 0 when the action was done on at least one ring, 3 when every ring skipped
 // it (a skip is not an error: the reason says why, and a later try may succeed).
 int act(const Context& ctx, const std::string& ring, bool prune, bool carry, long retention_s) {
-  auto conn = Connection::connect(ctx.require_database_url());
+  auto conn = ctx.connect();
   const Admin admin(ctx.schema);
   bool any = false;
   for (const auto& r : rings_of(ring)) {

@@ -147,7 +147,7 @@ int work(const Context& ctx, const WorkArgs& a) {
   o.queue_gauges_interval = std::chrono::milliseconds(a.gauges_ms);
   o.shutdown_timeout = std::chrono::milliseconds(a.shutdown_timeout_ms);
   o.maintenance = !a.no_maintenance;
-  o.pooled = a.pooled;
+  o.pooled = a.pooled || ctx.pooled;
   o.direct_database_url = a.direct_url;
   // Lets operators (and the fail-over test) map a backend, e.g. the leader lock's holder
   // in pg_locks, to this process.
