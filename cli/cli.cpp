@@ -30,7 +30,7 @@ Connection Context::connect() const {
 Connection Context::connect_direct(std::string_view command) const {
   if (pooled) {
     throw InvalidArgument(fmt::format(
-        "{} needs a direct connection to PostgreSQL (it holds session-level locks, which a "
+        "{} needs a direct connection to PostgreSQL (it holds a session-level lock, which a "
         "transaction pooler would share with other clients): run it without --pooled, with a "
         "--database-url that reaches the server directly",
         command));
@@ -80,7 +80,7 @@ int run(int argc, char** argv) {
   app.add_option("--schema", ctx.schema, "schema holding the queue tables")->capture_default_str();
   app.add_flag("--pooled", ctx.pooled,
                "the database URL leads to a transaction-mode pooler (PgBouncer): prepare "
-               "nothing on the server, keep no session state (not for migrate and roles setup)");
+               "nothing on the server, keep no session state (not for migrate)");
 
   add_migrate(app, ctx);
   add_version(app, ctx);

@@ -16,7 +16,7 @@ struct RolesArgs {
 };
 
 int setup(const Context& ctx, const RolesArgs& a) {
-  auto conn = ctx.connect_direct("awa roles setup");
+  auto conn = ctx.connect();
   const auto report = Admin(ctx.schema).setup_roles(conn, a.prefix);
   if (a.json) {
     auto roles = nlohmann::json::array();
