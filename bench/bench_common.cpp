@@ -416,6 +416,20 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
   if (!out) throw std::runtime_error("could not write " + path);
 }
 
+std::optional<Clock::time_point> wait_until_due(Clock::time_point t0, std::int64_t seq, int rate,
+                                                Clock::time_point give_up,
+                                                std::chrono::nanoseconds& max_late) {
+  const auto due = t0 + std::chrono::nanoseconds(seq * 1'000'000'000LL / rate);
+  const auto now = Clock::now();
+  if (now > give_up) return std::nullopt;
+  if (now < due) {
+    std::this_thread::sleep_until(due);
+  } else {
+    max_late = std::max(max_late, std::chrono::duration_cast<std::chrono::nanoseconds>(now - due));
+  }
+  return due;
+}
+
 nlohmann::json client_stats_json(const ClientStats& stats) {
   return {{"claimed", stats.claimed},
           {"completed", stats.completed},

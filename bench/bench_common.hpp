@@ -198,6 +198,14 @@ class WaitSampler {
 // Writes `doc` to `path` (pretty-printed); throws std::runtime_error on failure.
 void write_json(const std::string& path, const nlohmann::json& doc);
 
+// Open-loop pacing of a producer: job `seq` of a schedule of `rate` jobs/s starting at
+// `t0` is due at t0 + seq / rate. Sleeps until then, or, when already late, raises
+// `max_late` by the delay. Returns the due time, or nullopt once `give_up` has passed
+// (the producer stops sending).
+std::optional<Clock::time_point> wait_until_due(Clock::time_point t0, std::int64_t seq, int rate,
+                                                Clock::time_point give_up,
+                                                std::chrono::nanoseconds& max_late);
+
 // A Client's counters as the benchmarks report them (the "client" object of their JSON).
 nlohmann::json client_stats_json(const ClientStats& stats);
 

@@ -222,15 +222,7 @@ RunResult run_rate(pg::Connection& admin, const E2eSetup& o) {
                slot += static_cast<std::int64_t>(producers.size())) {
             const std::int64_t first = slot * o.batch;
             const std::int64_t last = std::min(n, first + o.batch);  // exclusive
-            const auto due = t0 + nanoseconds(first * 1'000'000'000LL / o.rate);
-            const auto now = Clock::now();
-            if (now > give_up) break;
-            if (now < due) {
-              std::this_thread::sleep_until(due);
-            } else {
-              max_late[p] =
-                  std::max(max_late[p], std::chrono::duration_cast<nanoseconds>(now - due));
-            }
+            if (!wait_until_due(t0, first, o.rate, give_up, max_late[p])) break;
             if (last - first == 1) {
               store.insert(producers[p],
                            NewJob(std::string(kKind), {{"seq", first}}, queue_opts()));

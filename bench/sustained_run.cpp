@@ -233,15 +233,9 @@ TrialResult run_trial(pg::Connection& admin, const SustainedSetup& s) {
       const std::int64_t first = j * P + pi;
       if (first >= n) break;
       const bool batch = k % kBatchEvery == kBatchEvery - 1;
-      const auto due = t0 + nanoseconds(first * 1'000'000'000LL / s.rate);
-      const auto now = Clock::now();
-      if (now > give_up) break;
-      if (now < due) {
-        std::this_thread::sleep_until(due);
-      } else {
-        late[p] = std::max(late[p], std::chrono::duration_cast<nanoseconds>(now - due));
-      }
-      const auto due_ns = since_base(due);
+      const auto due = wait_until_due(t0, first, s.rate, give_up, late[p]);
+      if (!due) break;
+      const auto due_ns = since_base(*due);
       jobs.clear();
       for (std::int64_t i = 0; i < (batch ? kBatchSize : 1); ++i) {
         const std::int64_t seq = (j + i) * P + pi;
