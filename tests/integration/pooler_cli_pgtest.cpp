@@ -16,9 +16,10 @@ namespace {
 
 class PoolerCliTest : public PoolerTest {
  protected:
-  CliResult awa(const std::string& args, bool pooled = true) {
+  // `awa --pooled ARGS` through the single-session pool database.
+  CliResult awa(const std::string& args) {
     return run_cli("--database-url '" + single_session_url(pooled_url_) + "' --schema " + schema_ +
-                   (pooled ? " --pooled " : " ") + args);
+                   " --pooled " + args);
   }
 
   // Prepared statements of awa's on the pooler's one shared server session.
