@@ -64,6 +64,11 @@ pg::Connection connect(std::string application_name, std::chrono::seconds statem
   return conn;
 }
 
+std::int64_t wal_position(pg::Connection& conn) {
+  return conn.exec("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
+      .get<std::int64_t>(0, 0);
+}
+
 std::vector<int> parse_int_list(std::string_view text, std::string_view what) {
   std::vector<int> out;
   std::size_t pos = 0;

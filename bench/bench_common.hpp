@@ -47,6 +47,10 @@ pg::ConnectOptions connect_options(std::string application_name);
 // Connects and sets the session's statement_timeout (the run's bound on any one wait).
 pg::Connection connect(std::string application_name, std::chrono::seconds statement_timeout);
 
+// The server's WAL insert position, pg_current_wal_lsn(), in bytes: the difference of two
+// readings is the WAL the cluster wrote between them.
+std::int64_t wal_position(pg::Connection& conn);
+
 // "1,2,4,8" -> {1, 2, 4, 8}. Throws std::invalid_argument naming `what` on bad input.
 std::vector<int> parse_int_list(std::string_view text, std::string_view what);
 

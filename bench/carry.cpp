@@ -78,11 +78,6 @@ struct Work {
   bool wrote() const { return rows_written > 0; }
 };
 
-std::int64_t wal_position(pg::Connection& c) {
-  return c.exec("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
-      .get<std::int64_t>(0, 0);
-}
-
 // The leader's ring step on every ring, timed, with the WAL it wrote.
 Work maintain(Connection& conn, const Admin& admin, bool rotate_due) {
   auto& c = pg::native(conn);

@@ -13,8 +13,9 @@
 // Textbook: the same jobs in one plain table with an index on (priority, id), drained by
 // the same number of connections with
 //   DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY priority, id
-//                                 FOR UPDATE SKIP LOCKED LIMIT 100) RETURNING *
-// It keeps no history, no ordering guarantee beyond the index and no receipts.
+//                                 FOR UPDATE SKIP LOCKED LIMIT claim-batch) RETURNING *
+// (the claim's batch size, so both take the same rows per statement). It keeps no
+// history, no ordering guarantee beyond the index and no receipts.
 //
 // Cells are interleaved across runs so drift hits all alike; medians are reported.
 #include <algorithm>
@@ -78,7 +79,7 @@ int run(const Options& o) {
                    fmt::format("{:.4f}", c.client_commits_per_job),
                    fmt::format("{:.2f}", c.claim_p50_ms), fmt::format("{:.2f}", c.claim_p99_ms)});
   };
-  row("textbook (DELETE … SKIP LOCKED LIMIT 100)", tb, 1.0);
+  row(fmt::format("textbook (DELETE … SKIP LOCKED LIMIT {})", o.setup.claim_batch), tb, 1.0);
   nlohmann::json results = nlohmann::json::array();
   for (const int s : o.shards) {
     const DrainCell c = median_cell(queue[s]);

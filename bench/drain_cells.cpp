@@ -30,11 +30,6 @@ double percentile(std::vector<double> v, double p) {
   return v[idx];
 }
 
-std::int64_t wal_lsn_bytes(pg::Connection& c) {
-  return c.exec("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
-      .get<std::int64_t>(0, 0);
-}
-
 // Commits so far in this database. Backends publish their counters lazily; each worker
 // asks for a flush (flush_stats) before this is read, and the reader drops its cached
 // snapshot so it sees them.
@@ -88,7 +83,7 @@ DrainCell measure_drain(pg::Connection& admin, const DrainSetup& o, const Scoped
     conns.push_back(connect("awa_bench_drain", kStatementTimeout));
   }
   flush_stats(admin);
-  const auto wal0 = wal_lsn_bytes(admin);
+  const auto wal0 = wal_position(admin);
   const auto commits0 = xact_commits(admin);
   std::mutex mu;
   std::vector<double> claim_ms;
@@ -101,7 +96,7 @@ DrainCell measure_drain(pg::Connection& admin, const DrainSetup& o, const Scoped
         claim_ms.push_back(r.claim_ms);
         return r.rows;
       });
-  const auto wal1 = wal_lsn_bytes(admin);
+  const auto wal1 = wal_position(admin);
   const auto commits1 = xact_commits(admin);
   DrainCell cell;
   const double secs = std::chrono::duration<double>(elapsed).count();
@@ -158,9 +153,11 @@ DrainCell drain_textbook(pg::Connection& admin, const DrainSetup& o) {
     copy.finish();
   }
   admin.exec(fmt::format("VACUUM ANALYZE {}.jobs", schema.quoted()));
-  const std::string del =
+  // The same batch size as the claim's, so the two compare like for like.
+  const std::string del = fmt::format(
       "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs ORDER BY priority, id "
-      "FOR UPDATE SKIP LOCKED LIMIT 100) RETURNING *";
+      "FOR UPDATE SKIP LOCKED LIMIT {}) RETURNING *",
+      o.claim_batch);
   return measure_drain(admin, o, schema, [&](pg::Connection& c) {
     const auto t0 = Clock::now();
     const int n = c.exec_cached(del, {}).rows();

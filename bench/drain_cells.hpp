@@ -33,7 +33,7 @@ struct DrainCell {
 void seed_queue(pg::Connection& admin, const ScopedSchema& schema, std::string_view queue,
                 int shards, int jobs, std::string_view kind, int keys = 0);
 
-// The textbook queue: one plain table drained with DELETE ... SKIP LOCKED LIMIT 100.
+// The textbook queue: one plain table drained with DELETE ... SKIP LOCKED LIMIT claim_batch.
 DrainCell drain_textbook(pg::Connection& admin, const DrainSetup& setup);
 // The storage engine at `shards`: claim (claim_batch rows) + complete, no runtime.
 DrainCell drain_storage(pg::Connection& admin, const DrainSetup& setup, int shards);

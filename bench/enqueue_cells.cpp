@@ -269,10 +269,13 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
   hooks.on_ready = [&] {
     if (store) creations_before = store->stats().lane_creations;
   };
+  std::int64_t wal_before = 0;
   hooks.on_release = [&] {
+    wal_before = wal_position(admin);
     if (sampler) sampler->start();
   };
   const auto elapsed = run_fleet(o.producers, prepare, work, hooks);
+  const std::int64_t wal_after = wal_position(admin);
 
   CellOutcome out;
   if (sampler) out.waits = sampler->stop();
@@ -282,6 +285,8 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
   out.jobs = w.timed_jobs;
   out.seconds = std::chrono::duration<double>(elapsed).count();
   out.jobs_per_s = static_cast<double>(out.jobs) / out.seconds;
+  out.wal_bytes_per_job =
+      static_cast<double>(wal_after - wal_before) / static_cast<double>(out.jobs);
 
   // Verify that every job is where it should be, and that S was in effect.
   const std::uint64_t expected = w.timed_jobs + w.warmup_jobs;

@@ -85,6 +85,9 @@ struct CellOutcome {
   double seconds = 0;
   std::uint64_t jobs = 0;
   std::uint64_t lane_creations_timed = 0;  // should be 0: warm-up creates every lane
+  // WAL written over the timed window (pg_current_wal_lsn at the release and after the
+  // last producer returned) per timed job. The cluster's WAL: nothing else should write.
+  double wal_bytes_per_job = 0;
   std::optional<WaitProfile> waits;
 };
 

@@ -24,6 +24,12 @@
 // allows, so the gap between it and the plain-table ceiling is the cost of the row and
 // its key, and the gap between the queue's cells and it is the cost of the enqueue logic.
 //
+// Every cell also reports the WAL it wrote per job over its timed window
+// (pg_current_wal_lsn before the producers are released and after the last one returned;
+// the median over the runs); the plain table's is ceiling_wal_bytes_per_row in the JSON.
+// A CHECKPOINT precedes each cell (--no-checkpoint skips it), so every cell starts with
+// the same full-page-image debt.
+//
 // Cells are interleaved across runs (run 1: ceilings, S=1, S=2, ...; run 2: ...) so that
 // drift (other load, checkpoints, caches) hits every cell alike. Each cell gets a fresh
 // schema and fresh connections; warm-up (connect, prepare, create the lanes) is not timed.
@@ -92,6 +98,7 @@ int run(const Options& o) {
                              {"ceiling_jobs_per_s", report.ceiling().mean_rate()},
                              {"ceiling_median_jobs_per_s", report.ceiling().median_rate()},
                              {"ceiling_runs_jobs_per_s", ceiling_runs},
+                             {"ceiling_wal_bytes_per_row", json_opt(report.ceiling().median_wal())},
                              {"results", throughput.results},
                              {"ceiling_notify", throughput.ceiling_notify},
                              {"bare_ready", throughput.bare_ready},

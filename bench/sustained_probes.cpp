@@ -23,8 +23,6 @@ constexpr std::string_view kDbCounters =
     "SELECT d.xact_commit, d.xact_rollback, split_part(l.virtualtransaction, '/', 2)::bigint "
     "FROM pg_stat_database d, pg_locks l WHERE d.datname = current_database() "
     "AND l.locktype = 'virtualxid' AND l.pid = pg_backend_pid()";
-constexpr std::string_view kWalPosition =
-    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint";
 constexpr std::string_view kAutovacuumRuns =
     "SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint "
     "FROM pg_stat_user_tables WHERE schemaname = $1";
@@ -67,10 +65,6 @@ DbCounters read_db(pg::Connection& c) {
   const auto res = c.exec(kDbCounters);
   if (res.rows() != 1) throw std::runtime_error("pg_stat_database: no row for this database");
   return {res.get<std::int64_t>(0, 0), res.get<std::int64_t>(0, 1), res.get<std::int64_t>(0, 2)};
-}
-
-std::int64_t wal_position(pg::Connection& c) {
-  return c.exec(kWalPosition).get<std::int64_t>(0, 0);
 }
 
 std::int64_t autovacuum_runs(pg::Connection& c, const std::string& schema) {

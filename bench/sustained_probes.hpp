@@ -45,9 +45,6 @@ struct DbCounters {
 // Read inside one statement: what was flushed before it, not the statement itself.
 DbCounters read_db(pg::Connection& c);
 
-// pg_current_wal_lsn() in bytes.
-std::int64_t wal_position(pg::Connection& c);
-
 // autovacuum + autoanalyze runs so far on the tables of `schema`.
 std::int64_t autovacuum_runs(pg::Connection& c, const std::string& schema);
 

@@ -207,7 +207,7 @@ TrialResult run_trial(pg::Connection& admin, const SustainedSetup& s) {
   const std::uint64_t completed0 = client->stats().completed;
 
   // --- the load -------------------------------------------------------------------------
-  const std::int64_t wal0 = sustained::wal_position(meter);
+  const std::int64_t wal0 = wal_position(meter);
   const auto t0 = Clock::now();
   const auto t_end = t0 + seconds(s.seconds);
   CompletionWatcher watcher(*client, base, completed0);
@@ -281,7 +281,7 @@ TrialResult run_trial(pg::Connection& admin, const SustainedSetup& s) {
     std::this_thread::sleep_for(milliseconds(1));
   }
   r.drained = client->stats().completed - completed0 >= target;
-  const std::int64_t wal1 = sustained::wal_position(meter);
+  const std::int64_t wal1 = wal_position(meter);
   const auto timeline = watcher.stop();
   r.samples = sampler.stop();
   if (pin) {
