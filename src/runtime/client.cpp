@@ -77,8 +77,6 @@ void Client::Impl::add_queue(QueueConfig config) {
   }
   auto q = std::make_unique<QueueState>();
   q->channel = notify_channel(config.name);
-  // Queue channels all start with "awa:", so this never collides with one.
-  q->wake_channel = fmt::format("awa-wake:{}:{}", token_, queues_.size());
   q->running_gauge = &metrics::engine().jobs_running.with({config.name});
   q->prefetched_gauge = &metrics::engine().jobs_prefetched.with({config.name});
   q->config = std::move(config);
@@ -152,6 +150,8 @@ void Client::Impl::start() {
   try {
     for (int i = 0; i < cap_; ++i) workers_.emplace_back([this] { work(); });
     control_ = std::thread([this] { control(); });
+    // Pooled without a direct URL nothing can LISTEN: the claimers poll.
+    if (listens()) listener_ = std::thread([this] { listen_loop(); });
     for (auto& q : queues_) {
       QueueState* qs = q.get();
       qs->threads.emplace_back([this, qs] { dispatch(*qs); });
@@ -205,9 +205,6 @@ void Client::Impl::shutdown() {
   }
   slot_cv_.notify_all();
   for (auto& q : queues_) {
-    if (!q->threads.empty()) wake(q->wake_channel);
-  }
-  for (auto& q : queues_) {
     for (auto& t : q->threads) t.join();
   }
   // 2. Prefetched jobs go back to the queue at once, for any worker to claim.
@@ -246,12 +243,14 @@ void Client::Impl::shutdown() {
   {
     std::lock_guard lock(mu_);
     control_stop_ = true;
+    listener_stop_ = true;
   }
   control_cv_.notify_all();
-  if (control_.joinable()) {
-    wake(control_wake_channel());
-    control_.join();
+  if (listener_.joinable()) {
+    wake(listener_wake_channel());
+    listener_.join();
   }
+  if (control_.joinable()) control_.join();
   // 6. Leadership goes last, so promotion and rescue keep running while we drain.
   if (maintenance_) maintenance_->stop();
   // 7. Nothing writes the instance's row any more: remove it.

@@ -1,18 +1,20 @@
 // The worker runtime behind awa::Client (docs/runtime.md): the state every part shares.
 // Its parts live in runtime/client.cpp (configuration, lifecycle, stats),
 // runtime/dispatcher.cpp (claims), runtime/workers.cpp (handlers), runtime/callbacks.cpp
-// (external callbacks) and runtime/control.cpp (heartbeats and cancellation).
+// (external callbacks), runtime/listener.cpp (notifications) and runtime/control.cpp
+// (heartbeats and cancellation).
 //
 // Threads, and what each owns:
 //   - QueueConfig::claimers dispatchers ("claimers") per queue, each on a dedicated
-//     connection: the first LISTENs on "awa:<queue>" and on a private wake channel and
-//     claims on that same connection; the others claim only while the queue is busy
-//     (the last claim brought rows), so claims of several lanes overlap;
+//     connection: the first claims when the listener routes it a notification of its
+//     queue, and polls; the others claim only while the queue is busy (the last claim
+//     brought rows), so claims of several lanes overlap;
 //   - `cap` worker threads running handlers (cap = ClientOptions::max_workers, or the
 //     sum of the queues' max_workers), fed from the queues' ready deques;
-//   - a control thread: a dedicated connection LISTENing on "awa:cancel" (and a private
-//     wake channel) that also sends the batched heartbeats and marks this instance seen
-//     in runtime_instances (both on pool connections);
+//   - the listener: the Client's one LISTEN session (every queue's channel, "awa:cancel"
+//     and a private wake channel); it only routes what arrives;
+//   - a control thread: the batched heartbeats, the cancels the listener hands it, and
+//     marking this instance seen in runtime_instances (all on pool connections);
 //   - the completion batcher's thread (runtime/completion_batcher.hpp);
 //   - the maintenance leader's thread (runtime/maintenance_leader.hpp).
 //
@@ -71,8 +73,7 @@ struct Client::Impl {
 
   struct QueueState {
     QueueConfig config;
-    std::string channel;       // notify_channel(queue): producers notify it
-    std::string wake_channel;  // private to this dispatcher: stop() wakes it there
+    std::string channel;  // notify_channel(queue): producers notify it
     // Guarded by Impl::mu_:
     std::deque<std::unique_ptr<Job>> ready;  // claimed, not started, in claim order
     int running = 0;                         // handlers running
@@ -82,19 +83,19 @@ struct Client::Impl {
     bool busy = false;            // the last claim brought rows: helper claimers may claim
     int waiting_claimers = 0;     // claimers asleep on slot_cv_ for room
     bool claimers_woken = false;  // slot_cv_ notified for them, not yet seen
-    std::uint64_t started = 0;    // handlers started, ever (the pace's input)
+    // A notification on `channel` reached the listener since claimer 0 last claimed (or
+    // the listener (re)connected, and may have missed some): claimer 0 claims.
+    bool notified = false;
+    std::uint64_t started = 0;                   // handlers started, ever (the pace's input)
     metrics::Gauge* running_gauge = nullptr;     // awa_jobs_running{queue}; atomic itself
     metrics::Gauge* prefetched_gauge = nullptr;  // awa_jobs_prefetched{queue}
-    std::vector<std::thread> threads;            // its claimers; [0] LISTENs
+    std::vector<std::thread> threads;            // its claimers; [0] answers notifications
     // The queue's database-enforced limits (queue_meta, migration 0009) as last read, and
     // when; re-read every kLimitsRefresh by whichever claimer finds them stale.
     std::optional<double> max_rate;         // claims/s, all processes together
     std::optional<int> global_max_workers;  // open attempts, all processes together
     std::chrono::steady_clock::time_point limits_read_at{};
     bool limits_read = false;
-    // Pooled mode with a direct URL: claimer 0 LISTENs on a direct connection and claims
-    // on this pooled one. Claimer 0's thread only.
-    std::optional<pg::Connection> pooled_claim;
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -194,7 +195,22 @@ struct Client::Impl {
   // Best effort: a thread blocked in LISTEN returns at once instead of at its next poll.
   void wake(const std::string& channel);
 
-  std::string control_wake_channel() const { return fmt::format("awa-wake:{}:control", token_); }
+  // The listener's private channel: stop() wakes it there. "awa-wake:" channels never
+  // collide with a queue's ("awa:...").
+  std::string listener_wake_channel() const { return fmt::format("awa-wake:{}:listener", token_); }
+
+  // --- the listener (runtime/listener.cpp) ------------------------------------------------
+
+  // The Client's one LISTEN session: every queue's channel, "awa:cancel" and its private
+  // wake channel. PostgreSQL signals every listening backend of the database on every
+  // NOTIFY, and each signalled backend runs a transaction to read the notification queue;
+  // one listener per Client instead of one per queue keeps that cost at one per NOTIFY.
+  void listen_loop();
+  // Routes one notification: a queue's marks it notified and wakes its claimers; a
+  // cancel goes to the control thread.
+  void route_notification(const pg::Notification& n);
+  // Marks every queue notified: the listener (re)connected and may have missed some.
+  void notify_all_queues();
 
   // --- dispatch -------------------------------------------------------------------------
 
@@ -230,7 +246,7 @@ struct Client::Impl {
   std::optional<std::chrono::milliseconds> limited_wait(QueueState& q, pg::Connection& conn,
                                                         const std::string& sql);
 
-  // Claimer 0 of a queue: LISTENs, claims on notifications, polls.
+  // Claimer 0 of a queue: claims on notifications (routed by the listener), polls.
   void dispatch(QueueState& q);
   // Claimers 1..: claim on their own connections while the queue is busy, so claims of
   // several lanes run at once.
@@ -244,10 +260,8 @@ struct Client::Impl {
   // One claim on `conn` (opened if needed), at most `want` rows, handed to the workers.
   // Returns rows claimed, or nullopt after an error (the reservation is dropped).
   // `limits_sql`: the rendered queries/runtime/queue_limits.sql, re-read when stale.
-  // `woken` (listening claimer only): set when wake-ups that arrived before the claim were
-  // dropped, for the claim answers them.
   std::optional<int> claim_into(QueueState& q, std::optional<pg::Connection>& conn, int want,
-                                bool listen, const std::string& limits_sql, bool* woken = nullptr);
+                                const std::string& limits_sql);
 
   // Ends a claim of up to `reserved` rows: queues what it brought for the workers.
   void hand_off(QueueState& q, std::vector<ClaimedEntry>& claimed, int reserved);
@@ -347,11 +361,12 @@ struct Client::Impl {
   bool instance_failing_ = false;  // the last registry write failed; control thread only
   std::vector<std::thread> workers_;
   std::thread control_;
+  std::thread listener_;  // started when listens()
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;     // workers: a job is ready, or stop
   std::condition_variable slot_cv_;     // dispatchers and stop(): room to claim, idle, or stop
-  std::condition_variable control_cv_;  // control thread: stop
+  std::condition_variable control_cv_;  // control thread: a cancel to look at, or stop
   // Every claimed attempt from hand-off until its handler returns (or it is released).
   std::map<std::pair<JobId, std::int64_t>, Job*> running_;  // guarded by mu_
   int running_total_ = 0;                                   // guarded by mu_
@@ -359,6 +374,9 @@ struct Client::Impl {
   bool dispatch_stop_ = false;  // guarded by mu_
   bool workers_stop_ = false;   // guarded by mu_
   bool control_stop_ = false;   // guarded by mu_
+  bool listener_stop_ = false;  // guarded by mu_
+  // Payloads of "awa:cancel" notifications, from the listener to the control thread.
+  std::vector<std::string> cancels_;  // guarded by mu_
 
   std::atomic<std::uint64_t> claimed_{0};
   std::atomic<std::uint64_t> completed_{0};

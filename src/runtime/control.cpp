@@ -1,4 +1,5 @@
-// The control thread: batched heartbeats, and the "awa:cancel" listener.
+// The control thread: batched heartbeats, and the cancels the listener hands it
+// (runtime/listener.cpp); the pooled mode's NOTIFY self-test.
 #include "runtime/client_impl.hpp"
 
 #include <algorithm>
@@ -14,12 +15,8 @@ namespace awa {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using client_detail::kMaxBackoff;
-using client_detail::kMinBackoff;
 using std::chrono::milliseconds;
 
-constexpr std::string_view kCancelChannel = "awa:cancel";
-constexpr milliseconds kControlPoll{1000};
 // How long the pooled mode's NOTIFY self-test waits for its notification: on a direct
 // session it arrives within milliseconds.
 constexpr milliseconds kSelfTestWait{1000};
@@ -106,19 +103,21 @@ void Client::Impl::beat_instance() {
 }
 
 void Client::Impl::control() {
-  std::optional<pg::Connection> conn;
-  auto backoff = kMinBackoff;
-  auto next_connect = Clock::now();
   auto next_beat = Clock::now() + options_.heartbeat_interval;
   // start() registered the instance; a failed registration is retried at the next beat.
   auto next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
-  const auto wake_channel = control_wake_channel();
-  const bool listen = listens();
   for (;;) {
+    std::vector<std::string> cancels;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      control_cv_.wait_until(lock, std::min(next_beat, next_instance_beat),
+                             [&] { return control_stop_ || !cancels_.empty(); });
       if (control_stop_) break;
+      cancels.swap(cancels_);
     }
+    // From the listener. Without one (pooled without a direct URL) a cancel reaches its
+    // handler at the next heartbeat, which finds the attempt closed.
+    for (const auto& payload : cancels) cancel_running(payload);
     if (Clock::now() >= next_beat) {
       beat_all();
       next_beat = Clock::now() + options_.heartbeat_interval;
@@ -126,40 +125,6 @@ void Client::Impl::control() {
     if (Clock::now() >= next_instance_beat) {
       beat_instance();
       next_instance_beat = Clock::now() + runtime::InstanceRegistry::kBeatInterval;
-    }
-    // Pooled without a direct URL nothing can LISTEN: a cancel then reaches its handler
-    // at the next heartbeat, which finds the attempt closed.
-    if (!conn && listen && Clock::now() >= next_connect) {
-      try {
-        conn.emplace(pg::Connection::connect(session_connect_options()));
-        conn->listen(kCancelChannel);
-        conn->listen(wake_channel);
-        backoff = kMinBackoff;
-      } catch (const std::exception& e) {
-        spdlog::warn("cancel listener: {} (retrying in {} ms)", e.what(), backoff.count());
-        conn.reset();
-        next_connect = Clock::now() + backoff;
-        backoff = std::min(backoff * 2, kMaxBackoff);
-      }
-    }
-    if (conn) {
-      try {
-        // A cancel missed while disconnected is caught by the next heartbeat, which
-        // finds the attempt closed.
-        // Capped so that stop() is noticed even if its wake notification is lost.
-        if (auto n = conn->wait_notification(std::min(until(next_beat), kControlPoll))) {
-          if (n->channel == kCancelChannel) cancel_running(n->payload);
-        }
-      } catch (const std::exception& e) {
-        spdlog::warn("cancel listener: {}", e.what());
-        conn.reset();
-        next_connect = Clock::now() + backoff;
-      }
-    } else {
-      std::unique_lock lock(mu_);
-      const auto reconnect = listen ? next_connect : Clock::time_point::max();
-      control_cv_.wait_until(lock, std::min({next_beat, reconnect, next_instance_beat}),
-                             [&] { return control_stop_; });
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -135,15 +136,14 @@ int Client::Impl::await_claim(QueueState& q, bool helper) {
 }
 
 std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Connection>& conn,
-                                            int want, bool listen, const std::string& limits_sql,
-                                            bool* woken) {
+                                            int want, const std::string& limits_sql) {
   std::vector<ClaimedEntry> claimed;
   Clock::duration took{};
   try {
     if (!conn || !conn->ok()) {
       conn.reset();
       // Kept only once fully set up: a setup step that fails is retried on a new one.
-      auto fresh = pg::Connection::connect(listen ? session_connect_options() : claim_options());
+      auto fresh = pg::Connection::connect(claim_options());
       // A claim need not wait for its WAL flush: if the server loses an acknowledged
       // claim in a crash, the job is simply claimable again (at-least-once: it may run
       // twice, it is never lost), and a completion, which commits synchronously, flushes
@@ -153,41 +153,20 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
       // serves it and apply to its other clients, not reliably to our claims: pooled
       // claim connections set it per claim transaction instead (claim_options()).
       if (!pooled()) fresh.exec("SET synchronous_commit = off");
-      if (listen) {
-        fresh.listen(q.channel);
-        fresh.listen(q.wake_channel);
-        spdlog::debug("dispatcher {}: listening", q.config.name);
-      }
       conn.emplace(std::move(fresh));
-    }
-    // Wake-ups that arrived before this claim are answered by it; dropping them saves
-    // an empty claim. One arriving during the claim is kept and wakes the wait after it.
-    if (listen) {
-      while (conn->wait_notification(milliseconds(0))) {
-        if (woken != nullptr) *woken = true;
-      }
-    }
-    pg::Connection* claim_conn = &*conn;
-    if (listen && pooled()) {  // LISTENs on a direct connection, claims through the pooler
-      if (!q.pooled_claim || !q.pooled_claim->ok()) {
-        q.pooled_claim.reset();
-        q.pooled_claim.emplace(pg::Connection::connect(claim_options()));
-      }
-      claim_conn = &*q.pooled_claim;
     }
     bool stale = false;
     {
       std::lock_guard lock(mu_);
       stale = !q.limits_read || Clock::now() - q.limits_read_at >= kLimitsRefresh;
     }
-    // On the claim's connection: in pooled mode the direct one only LISTENs.
-    if (stale) read_limits(q, *claim_conn, limits_sql);
+    if (stale) read_limits(q, *conn, limits_sql);
     QueueStorage::ClaimOptions copts;
     copts.max_batch = want;
     copts.deadline = q.config.deadline;
     copts.aging = q.config.priority_aging;
     const auto t0 = Clock::now();
-    claimed = storage::consumer(*store_).claim(*claim_conn, q.config.name, copts);
+    claimed = storage::consumer(*store_).claim(*conn, q.config.name, copts);
     took = Clock::now() - t0;
   } catch (const std::exception& e) {
     {
@@ -196,7 +175,6 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     }
     spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
     if (conn && !conn->ok()) conn.reset();
-    if (listen && q.pooled_claim && !q.pooled_claim->ok()) q.pooled_claim.reset();
     return std::nullopt;
   }
   const int n = static_cast<int>(claimed.size());
@@ -212,8 +190,7 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
   } else {
     q.busy = false;
   }
-  // This claim's reservation is gone: another claimer may now have room (claimer 0 must
-  // not sleep on slot_cv_ while notifications wait on its socket).
+  // This claim's reservation is gone: another claimer may now have room.
   wake_dispatcher_if_room(q);
   return n;
 }
@@ -221,15 +198,19 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
 void Client::Impl::dispatch(QueueState& q) {
   const std::string sql = limits_sql(options_.schema);
   std::optional<pg::Connection> conn;
-  // Pooled without a direct URL: no LISTEN, the claimer polls (docs/deployment.md).
-  const bool listen = listens();
   auto backoff = kMinBackoff;
   std::size_t quick = 0;
   for (;;) {
     const int want = await_claim(q, false);
     if (want == 0) break;  // stopping
     bool woken = false;
-    const auto got = claim_into(q, conn, want, listen, sql, &woken);
+    {
+      // Notifications that arrived before this claim are answered by it; dropping them
+      // saves an empty claim. One arriving during the claim ends the wait after it.
+      std::lock_guard lock(mu_);
+      woken = std::exchange(q.notified, false);
+    }
+    const auto got = claim_into(q, conn, want, sql);
     // A wake-up answered by this claim restarts the quick retries, like one that ends a
     // wait (see kQuickRetries).
     if (woken) quick = 0;
@@ -256,22 +237,12 @@ void Client::Impl::dispatch(QueueState& q) {
       if (!conn->ok()) conn.reset();
     }
     if (!conn) continue;
-    {
-      std::lock_guard lock(mu_);
-      // stop() sets the flag before it notifies the wake channel, so either we see it
-      // here or the notification wakes the wait.
-      if (dispatch_stop_) break;
-    }
-    if (!listen) {
-      if (!pause_dispatch(wait)) break;
-      continue;
-    }
-    try {
-      if (conn->wait_notification(wait)) quick = 0;
-    } catch (const std::exception& e) {
-      spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
-      conn.reset();
-    }
+    // Until the listener routes a notification of this queue, a retry or poll is due, or
+    // stop. Pooled without a direct URL nothing listens: the claimer polls
+    // (docs/deployment.md).
+    std::unique_lock lock(mu_);
+    if (slot_cv_.wait_for(lock, wait, [&] { return dispatch_stop_ || q.notified; })) quick = 0;
+    if (dispatch_stop_) break;
   }
   spdlog::debug("dispatcher {}: stopped", q.config.name);
 }
@@ -283,7 +254,7 @@ void Client::Impl::help_dispatch(QueueState& q) {
   for (;;) {
     const int want = await_claim(q, true);
     if (want == 0) break;  // stopping
-    if (!claim_into(q, conn, want, false, sql)) {
+    if (!claim_into(q, conn, want, sql)) {
       if (!pause_dispatch(backoff)) break;
       backoff = std::min(backoff * 2, kMaxBackoff);
       continue;

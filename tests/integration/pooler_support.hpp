@@ -102,7 +102,9 @@ class PoolerTest : public RuntimeTest {
     o.database_url = pooled_url_;
     o.pooled = true;
     if (direct) o.direct_database_url = database_url();
-    o.application_name = direct ? "awa_tests_pooler_direct" : "awa_tests_pooler_poll";
+    // Per test process, so counting a client's sessions by it sees no other test's.
+    o.application_name =
+        fmt::format("awa_tests_pooler_{}_{}", direct ? "direct" : "poll", ::getpid());
     return o;
   }
 

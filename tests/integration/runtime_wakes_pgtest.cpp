@@ -1,6 +1,9 @@
-// Coalesced wake-ups (storage/wake_coalescer.hpp) against a running Client: a producer
-// whose NOTIFYs are coalesced away leaves no job waiting for the poll interval.
+// Wake-ups against a running Client: a producer whose NOTIFYs are coalesced away
+// (storage/wake_coalescer.hpp) leaves no job waiting for the poll interval; the Client's
+// one listener wakes every queue, and after losing its session wakes them all again.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -67,6 +70,75 @@ TEST_F(RuntimeTest, CoalescedWakeUpsLeaveNoJobToThePollInterval) {
   while (listener.wait_notification(milliseconds(0))) ++notifications;
   EXPECT_GT(notifications, 0);
   EXPECT_LE(notifications, kJobs) << "an insert call sent more than one NOTIFY";
+}
+
+// The Client's sessions that LISTEN: those whose last statement was a LISTEN (the
+// listener runs nothing else; a claimer's last statement is a claim).
+std::string listening_sessions_sql(const std::string& app) {
+  return fmt::format(
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{}' AND query LIKE "
+      "'LISTEN %'",
+      app);
+}
+
+TEST_F(RuntimeTest, OneListenerWakesEveryQueueAndAllOfThemAfterItReconnects) {
+  // Poll intervals far longer than the test: only notifications (or the listener's
+  // reconnect) can get these jobs worked in time.
+  ClientOptions o = options();
+  o.application_name = fmt::format("awa_listen_{}", ::getpid());
+  Client client(o);
+  std::atomic<int> handled{0};
+  client.register_worker("noop", [&](JobContext&) {
+    ++handled;
+    return JobResult::completed();
+  });
+  const std::vector<std::string> queues{"listen_a_" + schema_, "listen_b_" + schema_,
+                                        "listen_c_" + schema_};
+  for (const auto& q : queues) {
+    QueueConfig qc = queue(q, 2);
+    qc.poll_interval = std::chrono::minutes(10);
+    client.add_queue(qc);
+  }
+  client.start();
+  ASSERT_TRUE(eventually([&] { return count(listening_sessions_sql(o.application_name)) == 1; },
+                         seconds(10)))
+      << count(listening_sessions_sql(o.application_name)) << " sessions LISTEN";
+
+  pg::Connection producer = connect_new();
+  int sent = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& q : queues) {
+      storage::insert_many(*store_, producer,
+                           std::vector<NewJob>{NewJob("noop", {{"n", sent}}, on_queue(q))});
+      ++sent;
+      ASSERT_TRUE(eventually([&] { return handled.load() == sent; }, seconds(10)))
+          << "queue " << q << " round " << round << ": its job waits for the poll interval";
+    }
+  }
+  // Three queues, and still one session on the server's listener list: each NOTIFY
+  // costs the server one transaction in this Client, not one per queue.
+  EXPECT_EQ(count(listening_sessions_sql(o.application_name)), 1);
+
+  // The listener's session ends; jobs sent before it listens again get no notification
+  // anyone hears. Its reconnect makes every queue claim once.
+  const auto killed = count(fmt::format(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name "
+      "= '{}' AND query LIKE 'LISTEN %'",
+      o.application_name));
+  ASSERT_EQ(killed, 1);
+  for (const auto& q : queues) {
+    storage::insert_many(*store_, producer,
+                         std::vector<NewJob>{NewJob("noop", {{"n", sent}}, on_queue(q))});
+    ++sent;
+  }
+  EXPECT_TRUE(eventually([&] { return handled.load() == sent; }, seconds(15)))
+      << handled.load() << " of " << sent << " jobs worked after the listener's session ended";
+  EXPECT_TRUE(eventually([&] { return count(listening_sessions_sql(o.application_name)) == 1; },
+                         seconds(10)));
+  const auto t0 = Clock::now();
+  client.stop();
+  // Nothing waits for a poll interval to stop: the claimers' waits end on stop.
+  EXPECT_LT(Clock::now() - t0, seconds(5));
 }
 
 }  // namespace
