@@ -57,7 +57,12 @@
 //                     the count ends after the Client's backends have exited (an exiting
 //                     backend flushes its counters). runtime = Δxact_commit - Σ Δlocal id.
 //                     The producers' own transactions per job are reported apart
-//                     (producer_commits_per_job).
+//                     (producer_commits_per_job). xact_commit counts read-only
+//                     transactions too: among the runtime's, the listener's (PostgreSQL
+//                     signals every listening session on every NOTIFY, and the session
+//                     reads the notification queue in a transaction of its own, with no
+//                     WAL). commits.claims_per_job and commits.flushes_per_job (per job
+//                     completed in the window) are the write transactions of the hot path.
 //   dead_tuples_max = max over samples (every ~1 s) of n_dead_tup summed over the schema's
 //                     tables (pg_stat_user_tables; backends publish about once a second).
 //   depth_max       = max over samples (every 500 ms) of sum(available) of
@@ -166,8 +171,8 @@ void print_details(const std::string& label, const TrialResult& r) {
       "{}: {} jobs sent ({} single sends, {} batch sends of {}), {} completed{}, producers at "
       "most {:.1f} ms late\n"
       "  e2e ms p50/p95/p99/max {:.2f}/{:.2f}/{:.2f}/{:.2f} (to the handler "
-      "{:.2f}/{:.2f}/{:.2f}); client: {} claims, {} flushes of {:.2f} ms, {} rotations, {} "
-      "prunes\n"
+      "{:.2f}/{:.2f}/{:.2f}); client: {} claims, {} flushes of {:.2f} ms ({:.3f} + {:.3f} per "
+      "job completed in the window), {} rotations, {} prunes\n"
       "  WAL {:.1f} MB; commits: {} in the database - {} benchmark sessions' (producers {}, "
       "{:.3f}/job) = {} runtime, {} autovacuum/analyze runs; dead max {} ({}); in flight max "
       "{}; other active sessions max {}{}; load {}\n",
@@ -177,9 +182,14 @@ void print_details(const std::string& label, const TrialResult& r) {
                 : std::string(", NOT drained within 30 s"),
       r.producer_max_late_ms, r.e2e_ms.p50, r.e2e_ms.p95, r.e2e_ms.p99, r.e2e_ms.max,
       r.e2e_handler_ms.p50, r.e2e_handler_ms.p95, r.e2e_handler_ms.p99, r.claims, r.flushes,
-      r.flush_ms_mean, r.stats.rotations, r.stats.prunes, static_cast<double>(r.wal_bytes) / 1e6,
-      r.db_commits, r.bench_transactions, r.producer_transactions, r.producer_commits_per_job,
-      r.runtime_commits, r.autovacuum_runs, thousands(static_cast<double>(r.dead_tuples_max)),
+      r.flush_ms_mean,
+      static_cast<double>(r.claims) /
+          static_cast<double>(std::max<std::int64_t>(1, r.completed_in_window)),
+      static_cast<double>(r.flushes) /
+          static_cast<double>(std::max<std::int64_t>(1, r.completed_in_window)),
+      r.stats.rotations, r.stats.prunes, static_cast<double>(r.wal_bytes) / 1e6, r.db_commits,
+      r.bench_transactions, r.producer_transactions, r.producer_commits_per_job, r.runtime_commits,
+      r.autovacuum_runs, thousands(static_cast<double>(r.dead_tuples_max)),
       r.dead_tuples_max_table.empty() ? "-" : r.dead_tuples_max_table, r.in_flight_max,
       r.other_active_max,
       r.pinned_xmin_age ? fmt::format("; pinned xmin age {}", *r.pinned_xmin_age) : "",

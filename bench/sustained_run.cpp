@@ -421,6 +421,14 @@ TrialResult run_trial(pg::Connection& admin, const SustainedSetup& s) {
   return r;
 }
 
+namespace {
+double per_window_job(const TrialResult& r, std::uint64_t n) {
+  return r.completed_in_window > 0
+             ? static_cast<double>(n) / static_cast<double>(r.completed_in_window)
+             : 0.0;
+}
+}  // namespace
+
 nlohmann::json trial_json(const TrialResult& r, bool with_samples) {
   nlohmann::json j{{"rate", r.setup.rate},
                    {"offered_per_s", r.offered_per_s},
@@ -454,7 +462,13 @@ nlohmann::json trial_json(const TrialResult& r, bool with_samples) {
                      {"database_rollbacks", r.db_rollbacks},
                      {"benchmark_sessions", r.bench_transactions},
                      {"producers", r.producer_transactions},
-                     {"runtime", r.runtime_commits}}},
+                     {"runtime", r.runtime_commits},
+                     // Per job completed in the window: the claims and completion flushes
+                     // (write transactions); the rest of the runtime's count is mostly the
+                     // listener's session reading each NOTIFY it is signalled for (a
+                     // read-only transaction with no WAL) and the maintenance leader.
+                     {"claims_per_job", per_window_job(r, r.claims)},
+                     {"flushes_per_job", per_window_job(r, r.flushes)}}},
                    {"producer_commits_per_job", r.producer_commits_per_job},
                    {"autovacuum_runs", r.autovacuum_runs},
                    {"dead_tuples_max_table", r.dead_tuples_max_table},
