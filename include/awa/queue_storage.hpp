@@ -91,7 +91,9 @@ class QueueStorage {
   InsertResult insert_result(Connection& conn, const NewJob& job);
   // One multi-row INSERT per lane, all lanes in one pipelined round trip.
   std::vector<JobId> insert_many(Connection& conn, std::span<const NewJob> jobs);
-  // The same routing and reservation, rows sent with COPY (the high-volume path).
+  // The same routing and reservation, rows sent with COPY. Measured no faster than
+  // insert_many (docs/benchmarks.md): the rows can only be completed once the reservation
+  // has answered, a second round trip under the lane lock. Prefer insert_many.
   std::vector<JobId> insert_many_copy(Connection& conn, std::span<const NewJob> jobs);
 
   // --- consumer side -------------------------------------------------------------------
