@@ -27,7 +27,7 @@ struct DrainCell {
   double claim_p99_ms = 0;
 };
 
-// Migrates `schema`, sets the queue's enqueue_shards (ADR-025's upsert) and seeds `jobs`
+// Migrates `schema`, sets the queue's enqueue_shards (an upsert of queue_meta) and seeds `jobs`
 // jobs of `kind` (args {"seq": i}) with COPY in batches of 5000, then VACUUM ANALYZE.
 // With keys > 0, job i has the ordering key "k<i % keys>" (routed by the key's hash).
 void seed_queue(pg::Connection& admin, const ScopedSchema& schema, std::string_view queue,

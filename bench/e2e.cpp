@@ -2,7 +2,7 @@
 // load, or draining a seeded queue.
 //
 // Every run gets its own schema (ScopedSchema, migrated with schema::Migrator) with one
-// queue "e2e": enqueue_shards = --shards (ADR-025 upsert into queue_meta), max_workers =
+// queue "e2e": enqueue_shards = --shards (an upsert into queue_meta), max_workers =
 // --workers, everything else the Client's defaults (poll interval 1 s, completion batch
 // 512 rows / 1 ms, maintenance on). The handler is a no-op that records when it started.
 //

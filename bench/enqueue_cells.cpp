@@ -45,7 +45,7 @@ constexpr std::string_view kBareInsert =
     "AS t(kind, args, max_attempts, run_at)";
 constexpr std::string_view kBareSequence = "CREATE SEQUENCE {0}.bare_lane_{1}";
 constexpr std::string_view kCurrentSlot = "SELECT {0}.ring_current_slot('queue')";
-// ADR-025's operator procedure for setting a queue's shard count.
+// The upsert that sets a queue's shard count (docs/operations.md).
 constexpr std::string_view kSeedShards =
     "INSERT INTO {0}.queue_meta (queue, enqueue_shards) VALUES ($1, $2) "
     "ON CONFLICT (queue) DO UPDATE SET enqueue_shards = EXCLUDED.enqueue_shards";

@@ -1,9 +1,9 @@
-// scripts/bench enqueue-contention: ADR-025's test_queue_storage_enqueue_contention.
+// scripts/bench enqueue-contention: AWA's ADR-025 test_queue_storage_enqueue_contention.
 //
 // P producer threads, each with its own connection and all sharing one QueueStorage (one
 // store per process, as in a service), enqueue to the same queue and priority in
-// self-committing batches. The sweep runs over the queue's enqueue_shards (the ADR's
-// lever) and over the two write paths (multi-row INSERT and COPY), and measures a
+// self-committing batches. The sweep runs over the queue's enqueue_shards (the lever
+// sharding gives) and over the two write paths (multi-row INSERT and COPY), and measures a
 // ceiling in the same run: the same producers, batches and row contents inserted into a
 // plain table with only a primary key, so "vs ceiling" says how much of what this server
 // can insert the queue keeps, independent of the machine.
@@ -18,7 +18,7 @@
 // what this server can commit one row at a time, and the yardstick of single-job enqueue.
 //
 // A fourth reference, the bare ready table, puts the same rows into the queue's own
-// ready_entries (the migrated schema: its partition, its ADR-025 primary key, its BRIN
+// ready_entries (the migrated schema: its partition, its five-column primary key, its BRIN
 // index) with no lane: no reservation, no lane lock, no lane head; each producer writes
 // one shard with its own sequence for lane_seq. It is what the table's shape alone
 // allows, so the gap between it and the plain-table ceiling is the cost of the row and
@@ -138,8 +138,9 @@ int main(int argc, char** argv) {
   std::string mode_text = "both";
   std::string wait_cells_text = "all";
   CLI::App app{
-      "ADR-025 enqueue contention: P producers enqueue to one queue at each enqueue_shards "
-      "value, against a plain-table ceiling measured in the same run. Needs DATABASE_URL."};
+      "Enqueue contention (AWA's ADR-025 benchmark): P producers enqueue to one queue at each "
+      "enqueue_shards value, against a plain-table ceiling measured in the same run. Needs "
+      "DATABASE_URL."};
   app.name("scripts/bench enqueue-contention");
   app.add_option("--shards", shards_text,
                  "comma-separated enqueue_shards values (1..64); AWA_QS_CONTENTION_SHARDS "

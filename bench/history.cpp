@@ -47,7 +47,7 @@
 //    Reported: p50/p99 of both calls, b/a and c/a' of the p50 within each run (then the
 //    median). Target: b/a <= 1.2 for both calls.
 //
-// 3. ab — rescue-path A/B (ADR-025's follow-up): the whole runtime, an awa::Client in this
+// 3. ab — rescue-path A/B (a follow-up of AWA's ADR-025): the whole runtime, an awa::Client in this
 //    process with one queue, max_workers = --ab-workers (256), a no-op handler,
 //    everything else the Client's defaults (ring rotation on, 5 s), attempt deadline off
 //    vs on (QueueConfig::deadline = --ab-deadline-s). 512 warm-up jobs first. One

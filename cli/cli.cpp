@@ -12,6 +12,10 @@
 
 namespace awa::cli {
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 const std::string& Context::require_database_url() const {
   if (database_url.empty()) {
     throw InvalidArgument(
@@ -70,7 +74,7 @@ void report_database_error(const DatabaseError& e, const Context& ctx) {
 
 int run(int argc, char** argv) {
   Context ctx;
-  CLI::App app{"awa: a PostgreSQL-native job queue (sharded enqueue heads, ADR-025)", "awa"};
+  CLI::App app{"awa: a PostgreSQL-native job queue (sharded enqueue heads)", "awa"};
   app.require_subcommand(1);
   app.fallthrough();
   if (const char* env = std::getenv("DATABASE_URL")) ctx.database_url = env;

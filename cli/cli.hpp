@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "awa/connection.hpp"
 
 namespace CLI {
@@ -21,6 +23,10 @@ struct ServerOptions;
 }
 
 namespace awa::cli {
+
+// The text of --json output. Ordering keys and user text may be arbitrary bytes: invalid
+// UTF-8 is replaced, never thrown on.
+std::string json_text(const nlohmann::json& j);
 
 // Options shared by every subcommand.
 struct Context {

@@ -17,7 +17,7 @@
 namespace awa::cli {
 namespace {
 
-struct Args {
+struct CallbackArgs {
   std::string id;
   std::string error = "failed by callback";
   std::optional<std::string> result;
@@ -43,7 +43,7 @@ int report(const std::string& id, std::optional<JobId> job, const std::string& s
   return job ? 0 : 1;
 }
 
-int run(const Context& ctx, const std::string& action, const Args& a) {
+int run(const Context& ctx, const std::string& action, const CallbackArgs& a) {
   const Admin admin(ctx.schema);
   auto conn = ctx.connect();
   if (action == "heartbeat") {
@@ -63,7 +63,7 @@ void add_callback(CLI::App& app, Context& ctx) {
       "callback", "answer a job waiting for an external callback: complete, fail, heartbeat");
   cmd->require_subcommand(1);
   for (const char* action : {"complete", "fail", "heartbeat"}) {
-    auto a = std::make_shared<Args>();
+    auto a = std::make_shared<CallbackArgs>();
     auto* sub = cmd->add_subcommand(action, std::string(action) + " the attempt waiting on ID");
     sub->add_option("id", a->id, "the callback id (a UUID)")->required();
     if (std::string(action) == "complete") {

@@ -6,12 +6,17 @@
 // on queues of their own: a periodic job (@every 1s) fired by the maintenance leader, and
 // a job that waits for an external callback with its worker slot freed, then completed
 // by the callback (docs/scheduling.md). With --serve it then keeps working a trickle of
-// new jobs and serves the dashboard (awa serve) on the same schema until SIGINT or SIGTERM.
+// new jobs and serves the dashboard (awa serve) on the same schema until SIGINT or SIGTERM:
+// successes, retries, a failure now and then, the periodic job, and a job parked on a
+// callback every few seconds that the demo answers a while later, so the dashboard's
+// counts and charts move. `--jobs 0 --serve` skips the batch and only does that
+// (scripts/dashboard start --demo, what `make demo` leaves running).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
-#include <future>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,7 +36,7 @@
 #include "awa/migrate.hpp"
 #include "awa/periodic.hpp"
 #include "cli.hpp"
-#include "serve.hpp"
+#include "awa/serve.hpp"
 
 namespace awa::cli {
 namespace {
@@ -41,7 +46,6 @@ using Clock = std::chrono::system_clock;
 constexpr const char* kQueue = "demo";
 constexpr const char* kSideQueue = "demo-side";  // the periodic and the callback job
 constexpr const char* kPeriodic = "demo-tick";
-constexpr int kJobs = 2000;
 constexpr auto kGiveUp = std::chrono::seconds(60);
 
 std::int64_t now_us() {
@@ -58,11 +62,56 @@ double percentile(std::vector<double> v, double p) {
 struct DemoArgs {
   bool serve = false;
   std::string addr = "127.0.0.1:8080";
+  int jobs = 2000;
 };
 
-// While the dashboard is up: a few jobs every half second, one in 40 doomed, so its
-// per-minute charts and per-shard claims have something to show.
-void trickle(Client& client, const std::atomic<bool>& stop) {
+// The callback ids of parked jobs, handed from the handler (a worker thread) to whoever
+// answers them: the side show once, then the trickle.
+class ParkedCallbacks {
+ public:
+  void add(std::string id) {
+    {
+      std::lock_guard lock(mu_);
+      parked_.push_back({std::move(id), std::chrono::steady_clock::now()});
+    }
+    cv_.notify_all();
+  }
+  // The oldest parked id, waiting until `deadline` for one; nullopt if none came.
+  std::optional<std::string> wait_first(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_until(lock, deadline, [&] { return !parked_.empty(); })) return std::nullopt;
+    auto id = std::move(parked_.front().id);
+    parked_.pop_front();
+    return id;
+  }
+  // Ids parked for at least `age`, removed from the list.
+  std::vector<std::string> take_older_than(std::chrono::steady_clock::duration age) {
+    std::vector<std::string> out;
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    while (!parked_.empty() && now - parked_.front().at >= age) {
+      out.push_back(std::move(parked_.front().id));
+      parked_.pop_front();
+    }
+    return out;
+  }
+
+ private:
+  struct Parked {
+    std::string id;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Parked> parked_;  // guarded by mu_
+};
+
+// While the dashboard is up: a few jobs every half second (one in ten retried once, one
+// in 40 doomed), and every 5 s a job that parks on a callback, answered 8 s later (one in
+// three with a failure), so the dashboard always has a parked job and its charts and
+// per-shard claims have something to show.
+void trickle(Client& client, const Admin& admin, Connection& conn, ParkedCallbacks& parked,
+             const std::atomic<bool>& stop) {
   for (int round = 0; !stop.load(); ++round) {
     std::vector<NewJob> batch;
     for (int i = 0; i < 10; ++i) {
@@ -74,7 +123,20 @@ void trickle(Client& client, const std::atomic<bool>& stop) {
       const char* kind = n % 40 == 17 ? "doomed" : n % 10 == 3 ? "flaky" : "greet";
       batch.emplace_back(kind, nlohmann::json{{"n", n}, {"sent_us", now_us()}}, o);
     }
+    if (round % 10 == 0) {
+      InsertOpts o;
+      o.queue = kSideQueue;
+      batch.emplace_back("await_approval", nlohmann::json{{"order", round}}, o);
+    }
     client.insert_many(batch);
+    int answered = 0;
+    for (const auto& id : parked.take_older_than(std::chrono::seconds(8))) {
+      if (++answered % 3 == 0) {
+        admin.fail_external(conn, id, "demo: approval refused");
+      } else {
+        admin.complete_external(conn, id, nlohmann::json{{"approved", true}}.dump());
+      }
+    }
     for (int t = 0; t < 5 && !stop.load(); ++t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -83,9 +145,8 @@ void trickle(Client& client, const std::atomic<bool>& stop) {
 
 // The periodic job fired (and ran) at least once, and the callback job waited with its
 // slot freed until the callback completed it. False (and why on stderr) otherwise.
-bool side_show(Client& client, const Admin& admin, Connection& conn,
-               std::future<std::string>& callback_id, JobId approval_job,
-               const std::atomic<int>& ticks) {
+bool side_show(Client& client, const Admin& admin, Connection& conn, ParkedCallbacks& parked,
+               JobId approval_job, const std::atomic<int>& ticks) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (ticks.load() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -95,11 +156,12 @@ bool side_show(Client& client, const Admin& admin, Connection& conn,
     return false;
   }
   fmt::print("periodic: {} (@every 1s) fired and ran {} time(s) so far\n", kPeriodic, ticks.load());
-  if (callback_id.wait_until(deadline) != std::future_status::ready) {
+  const auto parked_id = parked.wait_first(deadline);
+  if (!parked_id) {
     fmt::print(stderr, "demo: the callback job {} did not start within 10 s\n", approval_job);
     return false;
   }
-  const std::string id = callback_id.get();
+  const std::string& id = *parked_id;
   while (client.stats().waiting == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -188,11 +250,10 @@ int demo(const Context& ctx, const DemoArgs& args) {
     ++ticks;
     return JobResult::completed();
   });
-  std::promise<std::string> callback_promise;
-  auto callback_id = callback_promise.get_future();
+  ParkedCallbacks parked;
   client.register_worker("await_approval", [&](JobContext& job) {
     // A real handler would hand the id to the other system here.
-    callback_promise.set_value(job.register_callback(std::chrono::minutes(5)));
+    parked.add(job.register_callback(std::chrono::minutes(5)));
     return JobResult::wait_for_callback(std::chrono::minutes(5));
   });
   client.add_periodic(kPeriodic, "@every 1s", "tick", nlohmann::json::object(),
@@ -202,93 +263,99 @@ int demo(const Context& ctx, const DemoArgs& args) {
   side.max_workers = 1;
   client.add_queue(side);
   client.start();
-  InsertOpts approval;
-  approval.queue = kSideQueue;
-  const JobId approval_job = client.insert(NewJob("await_approval", {{"order", 42}}, approval));
+  // The batch with its summary and the side show; skipped by --jobs 0 (the trickle alone).
+  if (args.jobs > 0) {
+    const int jobs_total = args.jobs;
+    InsertOpts approval;
+    approval.queue = kSideQueue;
+    const JobId approval_job = client.insert(NewJob("await_approval", {{"order", 42}}, approval));
 
-  // The workload: 10 % flaky, 1 % doomed, 20 % keyed (customer-N), 2 % scheduled.
-  std::vector<NewJob> jobs;
-  int flaky = 0, doomed = 0, keyed = 0, scheduled = 0;
-  for (int i = 0; i < kJobs; ++i) {
-    InsertOpts o;
-    o.queue = kQueue;
-    o.priority = 1 + i % 3;
-    o.max_attempts = 3;
-    if (i % 5 == 0) {
-      o.ordering_key = fmt::format("customer-{}", i % 40);
-      ++keyed;
+    // The workload: 10 % flaky, 1 % doomed, 20 % keyed (customer-N), 2 % scheduled.
+    std::vector<NewJob> jobs;
+    int flaky = 0, doomed = 0, keyed = 0, scheduled = 0;
+    for (int i = 0; i < jobs_total; ++i) {
+      InsertOpts o;
+      o.queue = kQueue;
+      o.priority = 1 + i % 3;
+      o.max_attempts = 3;
+      if (i % 5 == 0) {
+        o.ordering_key = fmt::format("customer-{}", i % 40);
+        ++keyed;
+      }
+      if (i % 50 == 7) {
+        o.run_at = Clock::now() + std::chrono::seconds(1);
+        ++scheduled;
+      }
+      const char* kind = i % 100 == 13 ? "doomed" : i % 10 == 3 ? "flaky" : "greet";
+      flaky += kind[0] == 'f';
+      doomed += kind[0] == 'd';
+      jobs.emplace_back(kind, nlohmann::json{{"n", i}}, o);
     }
-    if (i % 50 == 7) {
-      o.run_at = Clock::now() + std::chrono::seconds(1);
-      ++scheduled;
+    fmt::print("enqueueing {} jobs: {} keyed, {} flaky (fail once), {} doomed, {} scheduled\n",
+               jobs_total, keyed, flaky, doomed, scheduled);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<JobId> ids;
+    for (std::size_t off = 0; off < jobs.size(); off += 100) {
+      const auto n = std::min<std::size_t>(100, jobs.size() - off);
+      for (std::size_t k = off; k < off + n; ++k) {
+        jobs[k].args_json = nlohmann::json{{"n", k}, {"sent_us", now_us()}}.dump();
+      }
+      const auto got = client.insert_many(std::span<const NewJob>(jobs).subspan(off, n));
+      ids.insert(ids.end(), got.begin(), got.end());
     }
-    const char* kind = i % 100 == 13 ? "doomed" : i % 10 == 3 ? "flaky" : "greet";
-    flaky += kind[0] == 'f';
-    doomed += kind[0] == 'd';
-    jobs.emplace_back(kind, nlohmann::json{{"n", i}}, o);
-  }
-  fmt::print("enqueueing {} jobs: {} keyed, {} flaky (fail once), {} doomed, {} scheduled\n", kJobs,
-             keyed, flaky, doomed, scheduled);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<JobId> ids;
-  for (std::size_t off = 0; off < jobs.size(); off += 100) {
-    const auto n = std::min<std::size_t>(100, jobs.size() - off);
-    for (std::size_t k = off; k < off + n; ++k) {
-      jobs[k].args_json = nlohmann::json{{"n", k}, {"sent_us", now_us()}}.dump();
-    }
-    const auto got = client.insert_many(std::span<const NewJob>(jobs).subspan(off, n));
-    ids.insert(ids.end(), got.begin(), got.end());
-  }
 
-  // Progress: a job is done when it completed or reached a terminal failure.
-  // The periodic ticks complete too; a tick's handler runs before its completion is
-  // counted, so this never runs ahead of the demo queue's own jobs.
-  const auto done = [&] {
+    // Progress: a job is done when it completed or reached a terminal failure.
+    // The periodic ticks complete too; a tick's handler runs before its completion is
+    // counted, so this never runs ahead of the demo queue's own jobs.
+    const auto done = [&] {
+      const auto s = client.stats();
+      return static_cast<int>(s.completed + s.failed) - ticks.load();
+    };
+    const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
+    for (;;) {
+      const int d = std::min(done(), jobs_total);
+      const int width = 40;
+      const int fill = d * width / jobs_total;
+      fmt::print("\r[{}{}] {:5}/{} jobs", std::string(static_cast<std::size_t>(fill), '#'),
+                 std::string(static_cast<std::size_t>(width - fill), '.'), d, jobs_total);
+      std::fflush(stdout);
+      if (d >= jobs_total || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("\n");
+    if (!args.serve) client.stop();
     const auto s = client.stats();
-    return static_cast<int>(s.completed + s.failed) - ticks.load();
-  };
-  const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
-  for (;;) {
-    const int d = std::min(done(), kJobs);
-    const int width = 40;
-    const int fill = d * width / kJobs;
-    fmt::print("\r[{}{}] {:5}/{} jobs", std::string(static_cast<std::size_t>(fill), '#'),
-               std::string(static_cast<std::size_t>(width - fill), '.'), d, kJobs);
-    std::fflush(stdout);
-    if (d >= kJobs || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("\n");
-  if (!args.serve) client.stop();
-  const auto s = client.stats();
 
-  const std::int64_t dlq = admin.queue_counts(conn, kQueue).dlq - dlq_before;
+    const std::int64_t dlq = admin.queue_counts(conn, kQueue).dlq - dlq_before;
 
-  fmt::print("summary: {} jobs in {:.2f} s ({:.0f} jobs/s)\n", kJobs, secs, kJobs / secs);
-  fmt::print("  completed {}, retried {}, failed {} (in DLQ {}), stale completions {}\n",
-             admin.queue_counts(conn, kQueue).completed - completed_before, s.retried, s.failed,
-             dlq, s.stale_completions);
-  {
-    std::lock_guard lock(mu);
-    fmt::print(
-        "  pickup latency (enqueue -> handler start, {} handler runs): p50 {:.1f} ms, "
-        "p95 {:.1f} ms, p99 {:.1f} ms\n",
-        pickup_ms.size(), percentile(pickup_ms, 0.50), percentile(pickup_ms, 0.95),
-        percentile(pickup_ms, 0.99));
+    fmt::print("summary: {} jobs in {:.2f} s ({:.0f} jobs/s)\n", jobs_total, secs,
+               jobs_total / secs);
+    fmt::print("  completed {}, retried {}, failed {} (in DLQ {}), stale completions {}\n",
+               admin.queue_counts(conn, kQueue).completed - completed_before, s.retried, s.failed,
+               dlq, s.stale_completions);
+    {
+      std::lock_guard lock(mu);
+      fmt::print(
+          "  pickup latency (enqueue -> handler start, {} handler runs): p50 {:.1f} ms, "
+          "p95 {:.1f} ms, p99 {:.1f} ms\n",
+          pickup_ms.size(), percentile(pickup_ms, 0.50), percentile(pickup_ms, 0.95),
+          percentile(pickup_ms, 0.99));
+    }
+    fmt::print("  completed per shard:");
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [shard, n] : completed_per_shard) fmt::print(" shard {}: {}", shard, n);
+    }
+    fmt::print("\n  (pickup of scheduled and retried jobs includes their intended delay)\n");
+    if (done() < jobs_total) {
+      fmt::print(stderr, "demo: only {} of {} jobs finished within {} s\n", done(), jobs_total,
+                 kGiveUp.count());
+      return 1;
+    }
+    if (!side_show(client, admin, conn, parked, approval_job, ticks)) return 1;
   }
-  fmt::print("  completed per shard:");
-  {
-    std::lock_guard lock(mu);
-    for (const auto& [shard, n] : completed_per_shard) fmt::print(" shard {}: {}", shard, n);
-  }
-  fmt::print("\n  (pickup of scheduled and retried jobs includes their intended delay)\n");
-  if (done() < kJobs) {
-    fmt::print(stderr, "demo: only {} of {} jobs finished within {} s\n", done(), kJobs,
-               kGiveUp.count());
-    return 1;
-  }
-  if (!side_show(client, admin, conn, callback_id, approval_job, ticks)) return 1;
   if (!args.serve) {
     // Nothing would fire it until the next demo (or a worker on this schema would run
     // its ticks with no handler): the demo's schedule goes with the demo.
@@ -296,9 +363,11 @@ int demo(const Context& ctx, const DemoArgs& args) {
     return 0;
   }
 
-  fmt::print("dashboard: new jobs keep arriving (10 every 0.5 s); Ctrl-C stops\n");
+  fmt::print(
+      "dashboard: new jobs keep arriving (10 every 0.5 s, a parked callback every 5 s); Ctrl-C "
+      "stops\n");
   std::atomic<bool> stop{false};
-  std::thread producer([&] { trickle(client, stop); });
+  std::thread producer([&] { trickle(client, admin, conn, parked, stop); });
   int rc = 1;
   try {
     rc = serve_until_signal(serve_options);
@@ -321,6 +390,11 @@ void add_demo(CLI::App& app, Context& ctx) {
   cmd->add_flag("--serve", a->serve,
                 "then keep working new jobs and serve the dashboard until Ctrl-C");
   cmd->add_option("--addr", a->addr, "with --serve: HOST:PORT of the dashboard (loopback)")
+      ->capture_default_str();
+  cmd->add_option("--jobs", a->jobs,
+                  "jobs in the first batch, worked with a summary (0: none; with --serve, only "
+                  "the trickle)")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return demo(ctx, *a); }; });
 }

@@ -19,10 +19,6 @@
 namespace awa::cli {
 namespace {
 
-std::string dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // "7d", "12h", "30m", "90s": a whole number and one unit.
 std::chrono::seconds parse_age(const std::string& text) {
   const auto fail = [&] {
@@ -63,7 +59,7 @@ int list(const Context& ctx, const DlqFilter& filter, bool json) {
   if (json) {
     auto out = nlohmann::json::array();
     for (const auto& e : entries) out.push_back(awa::json::of(e));
-    fmt::print("{}\n", dump(out));
+    fmt::print("{}\n", json_text(out));
     return 0;
   }
   if (entries.empty()) {
@@ -88,7 +84,7 @@ int depth(const Context& ctx, bool json) {
   if (json) {
     auto out = nlohmann::json::array();
     for (const auto& [queue, n] : queues) out.push_back({{"queue", queue}, {"depth", n}});
-    fmt::print("{}\n", dump({{"total", total}, {"queues", out}}));
+    fmt::print("{}\n", json_text({{"total", total}, {"queues", out}}));
     return 0;
   }
   for (const auto& [queue, n] : queues) fmt::print("{:<30} {:>10}\n", queue, n);
@@ -101,7 +97,7 @@ int retry(const Context& ctx, const DlqFilter& filter, bool json) {
   auto conn = ctx.connect();
   const auto ids = admin.retry_dlq(conn, filter);
   if (json) {
-    fmt::print("{}\n", dump({{"retried", ids}}));
+    fmt::print("{}\n", json_text({{"retried", ids}}));
   } else {
     fmt::print("retried {} dead letter{}{}{}\n", ids.size(), ids.size() == 1 ? "" : "s",
                ids.empty() ? "" : ": ", fmt::join(ids, " "));
@@ -119,7 +115,7 @@ int purge(const Context& ctx, const DlqFilter& filter, bool json) {
   auto conn = ctx.connect();
   const auto n = admin.purge_dlq(conn, filter);
   if (json) {
-    fmt::print("{}\n", dump({{"purged", n}}));
+    fmt::print("{}\n", json_text({{"purged", n}}));
   } else {
     fmt::print("purged {} dead letter{}\n", n, n == 1 ? "" : "s");
   }
@@ -130,7 +126,7 @@ int purge(const Context& ctx, const DlqFilter& filter, bool json) {
   return 0;
 }
 
-struct Args {
+struct DlqArgs {
   DlqFilter filter;
   JobId id = 0;
   std::string queue, kind, older_than;
@@ -138,7 +134,7 @@ struct Args {
 };
 
 // The selection options shared by retry and purge; the filter is filled at parse time.
-void add_selection(CLI::App* sub, const std::shared_ptr<Args>& a) {
+void add_selection(CLI::App* sub, const std::shared_ptr<DlqArgs>& a) {
   sub->add_option("id", a->id, "one dead letter (job id)");
   sub->add_option("--queue", a->queue, "dead letters of this queue");
   sub->add_option("--kind", a->kind, "dead letters of this kind");
@@ -148,7 +144,7 @@ void add_selection(CLI::App* sub, const std::shared_ptr<Args>& a) {
   sub->add_flag("--json", a->json, "print JSON");
 }
 
-void fill(CLI::App* sub, Args& a) {
+void fill(CLI::App* sub, DlqArgs& a) {
   const auto given = [sub](const char* name) {
     const auto* o = sub->get_option_no_throw(name);
     return o != nullptr && o->count() > 0;
@@ -163,7 +159,7 @@ void fill(CLI::App* sub, Args& a) {
 void add_dlq(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("dlq", "dead letters: list, depth, retry, purge");
   cmd->require_subcommand(1);
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<DlqArgs>();
 
   auto* ls = cmd->add_subcommand("list", "dead letters, oldest first");
   ls->add_option("--queue", a->queue, "only this queue");

@@ -19,11 +19,6 @@
 namespace awa::cli {
 namespace {
 
-// Ordering keys and user text may be arbitrary bytes: never let dump() throw on them.
-std::string dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 std::string shard_text(const std::optional<int>& shard) {
   return shard ? std::to_string(*shard) : "-";
 }
@@ -35,7 +30,7 @@ int list(const Context& ctx, const JobFilter& filter, bool json) {
   if (json) {
     auto out = nlohmann::json::array();
     for (const auto& s : jobs) out.push_back(awa::json::of(s));
-    fmt::print("{}\n", dump(out));
+    fmt::print("{}\n", json_text(out));
     return 0;
   }
   if (jobs.empty()) {
@@ -67,7 +62,7 @@ int show(const Context& ctx, JobId id, bool json) {
   const auto d = admin.job(conn, id);
   if (!d) return not_found(id);
   if (json) {
-    fmt::print("{}\n", dump(awa::json::of(*d)));
+    fmt::print("{}\n", json_text(awa::json::of(*d)));
     return 0;
   }
   const auto& s = d->summary;
@@ -81,7 +76,8 @@ int show(const Context& ctx, JobId id, bool json) {
   fmt::print("  args         {}\n", d->args_json);
   if (d->metadata_json != "null") fmt::print("  metadata     {}\n", d->metadata_json);
   if (!d->tags.empty()) fmt::print("  tags         {}\n", fmt::join(d->tags, ", "));
-  if (d->ordering_key) fmt::print("  ordering_key {}\n", dump(nlohmann::json(*d->ordering_key)));
+  if (d->ordering_key)
+    fmt::print("  ordering_key {}\n", json_text(nlohmann::json(*d->ordering_key)));
   if (d->progress_json) fmt::print("  progress     {}\n", *d->progress_json);
   if (d->callback_id) fmt::print("  callback_id  {}\n", *d->callback_id);
   if (d->result_json) fmt::print("  result       {}\n", *d->result_json);
@@ -107,7 +103,7 @@ int report_action(const JobAction& a, bool json, std::string_view done_outcome,
                   std::string_view what, std::string_view allowed) {
   const bool ok = a.outcome == done_outcome || a.outcome == "unchanged";
   if (json) {
-    fmt::print("{}\n", dump({{"id", a.id}, {"state", a.state}, {"outcome", a.outcome}}));
+    fmt::print("{}\n", json_text({{"id", a.id}, {"state", a.state}, {"outcome", a.outcome}}));
     return ok ? 0 : 1;
   }
   if (a.outcome == "not_found") return not_found(a.id);
@@ -123,7 +119,7 @@ int cancel(const Context& ctx, JobId id, bool json) {
   const Admin admin(ctx.schema);
   auto conn = ctx.connect();
   const auto found = admin.cancel_job(conn, id);
-  if (json) fmt::print("{}\n", dump({{"id", id}, {"state", found}}));
+  if (json) fmt::print("{}\n", json_text({{"id", id}, {"state", found}}));
   if (found == "missing") {
     if (!json) return not_found(id);
     return 1;
@@ -150,7 +146,7 @@ int retry_failed(const Context& ctx, const std::optional<std::string>& queue,
   auto conn = ctx.connect();
   const auto ids = admin.retry_failed(conn, queue, kind);
   if (json) {
-    fmt::print("{}\n", dump({{"retried", ids}}));
+    fmt::print("{}\n", json_text({{"retried", ids}}));
   } else {
     fmt::print("retried {} failed job{}{}{}\n", ids.size(), ids.size() == 1 ? "" : "s",
                ids.empty() ? "" : ": ", fmt::join(ids, " "));

@@ -13,7 +13,7 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "cli.hpp"
-#include "serve.hpp"
+#include "awa/serve.hpp"
 
 namespace awa::cli {
 

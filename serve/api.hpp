@@ -17,7 +17,7 @@
 
 #include "awa/admin.hpp"
 #include "awa/connection.hpp"
-#include "serve.hpp"
+#include "awa/serve.hpp"
 
 namespace awa::serve::detail {
 

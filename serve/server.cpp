@@ -22,7 +22,7 @@
 #include "api.hpp"
 #include "awa/callback.hpp"
 #include "awa/error.hpp"
-#include "serve.hpp"
+#include "awa/serve.hpp"
 
 namespace awa::serve {
 

@@ -22,7 +22,7 @@ struct ShardLag {
   int enqueue_shard;
   std::int64_t enqueue_cursor;  // next lane_seq a producer will reserve
   std::int64_t claim_cursor;    // next lane_seq a claimer will look at
-  std::int64_t lag;             // enqueue_cursor - claim_cursor (counts gaps, as in ADR-025)
+  std::int64_t lag;             // enqueue_cursor - claim_cursor (counts rollback gaps)
   std::int64_t available;       // committed, unclaimed, not cancelled rows
 };
 
@@ -340,7 +340,7 @@ class Admin {
   // Default schema: "awa". Throws InvalidArgument for a bad schema name.
   explicit Admin(std::string schema = "awa");
 
-  // Upserts queue_meta.enqueue_shards (ADR-025's procedure). Outside 1..64 the database's
+  // Upserts queue_meta.enqueue_shards (docs/operations.md). Outside 1..64 the database's
   // CHECK constraint rejects it: ConstraintViolation with SQLSTATE 23514, nothing changed.
   // Running producers keep their cached count until QueueStorage::reset() or a restart.
   void set_enqueue_shards(Connection& conn, const std::string& queue, int shards) const;
@@ -379,7 +379,7 @@ class Admin {
   // change up within a few seconds.
   QueueSettings configure_queue(Connection& conn, const std::string& queue,
                                 const QueueConfigChange& change) const;
-  // ADR-025's admin lookup: available jobs that have waited at least `aging` per level
+  // The aging lookup: available jobs that have waited at least `aging` per level
   // are moved to the priority they have aged to (one level per interval, not above 1),
   // at the tail of that priority's lane on the same shard rule as move_queue. Returns
   // how many were moved. Ready rows are immutable: each is tombstoned and re-enqueued,
@@ -421,13 +421,13 @@ class Admin {
   // "unchanged" at that priority already. Running or finished: outcome "not_movable".
   // Priority outside 1..4: InvalidArgument.
   JobAction set_job_priority(Connection& conn, JobId id, int priority) const;
-  // move_queue (ADR-025, "Cross-queue administration"): ready or scheduled jobs only. A
-  // keyed ready job lands on source_enqueue_shard % destination_enqueue_shards; an
-  // unkeyed one (or a scheduled one, which has no shard) takes the destination's
-  // ordinary enqueue rule. Never an out-of-range shard. A retryable job (deferred, like
-  // a scheduled one) moves too. Outcome "moved", or "unchanged" when already in that
-  // queue. Running or finished: outcome "not_movable". An invalid destination name:
-  // InvalidArgument.
+  // move_queue (docs/design/engine.md, "Cross-queue administration"): ready or scheduled
+  // jobs only. A keyed ready job lands on source_enqueue_shard %
+  // destination_enqueue_shards; an unkeyed one (or a scheduled one, which has no shard)
+  // takes the destination's ordinary enqueue rule. Never an out-of-range shard. A retryable
+  // job (deferred, like a scheduled one) moves too. Outcome "moved", or "unchanged" when
+  // already in that queue. Running or finished: outcome "not_movable". An invalid
+  // destination name: InvalidArgument.
   JobAction move_job(Connection& conn, JobId id, const std::string& destination) const;
 
   // --- external callbacks (awa serve's POST /api/callbacks/...) ------------------------------

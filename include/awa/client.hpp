@@ -165,9 +165,10 @@ struct QueueConfig {
   // flight at once (docs/benchmarks.md, "A prefetch bound that lets both claimers claim": 512
   // left the second one waiting).
   int max_prefetch = 1024;
-  // Claim connections: the first LISTENs and claims on notifications; the others claim
-  // too while the queue is busy, so claims of several lanes (shards, priorities) run at
-  // once. Each is a dedicated connection. 1..8. Default: 2.
+  // Claim connections: the first claims when the client's listener routes it a
+  // notification of the queue, and polls; the others claim too while the queue is busy, so
+  // claims of several lanes (shards, priorities) run at once. Each is a dedicated
+  // connection. 1..8. Default: 2.
   int claimers = 2;
   // Fallback poll when no notification arrives. Default: 1 s.
   std::chrono::milliseconds poll_interval{1000};
@@ -183,8 +184,11 @@ struct ClientOptions {
   std::string schema = "awa";
   // Migrate the schema at start(). Default: true.
   bool migrate = true;
-  // Pooled connections for heartbeats, handlers' calls (set_progress, callbacks, inserts)
-  // and wake-ups; claimers, completion writers and maintenance have their own. Default: 8.
+  // At most this many connections, opened when first needed and kept, shared by the
+  // client's short calls: Client::insert*, heartbeats and set_progress, callbacks, cancels,
+  // the instance registry, wake-ups, handing back prefetched jobs, and the migration at
+  // start(). Claimers, completion writers, the listener and maintenance have their own
+  // connections. Default: 8.
   std::size_t pool_size = 8;
   // Cap on concurrent handlers over all queues; 0 = the sum of the queues' max_workers.
   int max_workers = 0;
@@ -234,8 +238,8 @@ struct ClientOptions {
   // direct_database_url implies it.
   bool pooled = false;
   // A direct (session) URL of the same database, used only for what needs a session: the
-  // LISTEN of each queue's first claimer and of the cancel listener (one connection
-  // each), and the maintenance leader's advisory lock and statements (one). Claims,
+  // client's listener (one connection: the LISTEN of every queue's channel and of
+  // cancels) and the maintenance leader's advisory lock and statements (one). Claims,
   // completions, heartbeats and enqueues still go through database_url. Default: empty.
   std::string direct_database_url;
 };

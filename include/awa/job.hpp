@@ -79,9 +79,9 @@ struct InsertOpts {
   // Not before this time. A time in the future makes the job scheduled (deferred_jobs)
   // until promotion; unset or past means runnable now.
   std::optional<std::chrono::system_clock::time_point> run_at;
-  // Jobs with the same key share a shard of their queue, and so stay FIFO relative to
-  // each other across separate insert calls (ADR-025). Bytes, not necessarily text.
-  // Ignored when the queue has one shard.
+  // Jobs with the same key share a shard of their queue, and so stay FIFO relative to each
+  // other across separate insert calls (docs/design/engine.md). Bytes, not necessarily
+  // text. Ignored when the queue has one shard.
   std::optional<std::string> ordering_key;
   // Free-form JSON kept with the job; null means none.
   nlohmann::json metadata;

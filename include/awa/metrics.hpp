@@ -153,7 +153,7 @@ Registry& default_registry();
 
 // The engine's metric families (in default_registry()), for reading them in-process.
 struct EngineMetrics {
-  // awa_job_claimed_total{queue, awa_enqueue_shard}: ADR-025's awa.job.claimed with its
+  // awa_job_claimed_total{queue, awa_enqueue_shard}: AWA's ADR-025 awa.job.claimed with its
   // awa.enqueue.shard attribute. Counted by QueueStorage::claim.
   Family<Counter>& job_claimed;
   // awa_job_enqueued_total{queue}: rows written by QueueStorage::insert*, counted when

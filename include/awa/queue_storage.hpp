@@ -1,4 +1,4 @@
-// The queue-storage engine's producer side (ADR-025): sharded enqueue heads.
+// The queue-storage engine's producer side (docs/design/engine.md): sharded enqueue heads.
 //
 // One QueueStorage per process (a "store"): it owns the per-queue shard-count cache, the
 // lane-presence cache and the rotor, and is safe to share between threads, each using
@@ -199,7 +199,7 @@ class QueueStorage {
   std::unique_ptr<Impl> impl_;
 };
 
-// The ordering-key hash of ADR-025 (bit-identical to the SQL function
+// The ordering-key hash (docs/design/engine.md; bit-identical to the SQL function
 // shard_for_ordering_key): h = 14695981039346656037; h = h * 1099511628211 + byte.
 std::uint64_t ordering_key_hash(std::string_view key);
 // REQUIRES: 1 <= shards <= 64.

@@ -1,6 +1,7 @@
 // Queue: settings, counts, and per (priority, enqueue_shard) lane its cursors, lag and
-// available rows, with a bar per shard and claims per shard per minute (ADR-025: a
-// starved shard shows as lag that grows while its claims stop).
+// available rows, with a bar per shard and claims per shard per minute (a starved shard
+// shows as lag that grows while its claims stop: docs/design/engine.md, "Watching the
+// shards").
 'use strict';
 
 (function (awa) {

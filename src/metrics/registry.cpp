@@ -290,7 +290,7 @@ EngineMetrics& engine() {
   static EngineMetrics* const m = [] {
     auto& r = default_registry();
     return new EngineMetrics{
-        r.counter("awa_job_claimed_total", "Jobs claimed, by queue and enqueue shard (ADR-025).",
+        r.counter("awa_job_claimed_total", "Jobs claimed, by queue and enqueue shard.",
                   {"queue", "awa_enqueue_shard"}),
         r.counter("awa_job_enqueued_total", "Jobs enqueued.", {"queue"}),
         r.counter("awa_job_completed_total",

@@ -13,7 +13,8 @@
 namespace awa::metrics {
 
 struct Server::Impl {
-  // An empty address means loopback, never "every interface" (listen_address.hpp).
+  // An empty address means loopback, never "every interface" (kDefaultMetricsHost in
+  // awa/metrics.hpp).
   Impl(std::string a, int p, Registry& r)
       : address(a.empty() ? std::string(kDefaultMetricsHost) : std::move(a)),
         requested_port(p),

@@ -15,6 +15,7 @@
 #include "pg/copy.hpp"
 #include "pg/error_map.hpp"
 #include "pg/pipeline.hpp"
+#include "pg/result.hpp"
 
 namespace awa::pg {
 namespace {
@@ -25,11 +26,6 @@ struct ConninfoDeleter {
 struct FreememDeleter {
   void operator()(void* p) const noexcept { PQfreemem(p); }
 };
-struct ResultDeleter {
-  void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
-
 // libpq's messages are multi-line ("...failed: Connection refused\n\tIs the server
 // running..."); exception messages read better on one line.
 std::string one_line(std::string_view s) {
@@ -192,6 +188,30 @@ Connection Connection::connect(const ConnectOptions& options) {
       "('tcp_keepalives_idle', '15'), ('tcp_keepalives_interval', '5'), "
       "('tcp_keepalives_count', '4'), ('tcp_user_timeout', '60000')) AS k(name, value) "
       "ON k.name = s.name WHERE s.source = 'default'");
+  return c;
+}
+
+Connection Connection::adopt(pg_conn* raw, bool pooled) {
+  if (raw == nullptr) throw InvalidArgument("Connection::adopt: the PGconn is null");
+  if (PQstatus(raw) != CONNECTION_OK) {
+    throw InvalidArgument("Connection::adopt: the PGconn is not connected: " +
+                          one_line(PQerrorMessage(raw)));
+  }
+  if (PQtransactionStatus(raw) != PQTRANS_IDLE) {
+    // SET inside the caller's transaction would be undone by its rollback.
+    throw InvalidArgument(
+        "Connection::adopt: the PGconn is inside a transaction block or busy; adopt it "
+        "between transactions");
+  }
+  Connection c(raw, pooled);
+  try {
+    // The forms the result accessors parse (see connect()); the rest of connect()'s
+    // session settings (keepalives) are the application's to choose.
+    c.exec("SET TimeZone='UTC'; SET DateStyle='ISO'; SET client_encoding='UTF8'");
+  } catch (...) {
+    c.conn_.release();  // a failed adopt leaves the caller's connection with the caller
+    throw;
+  }
   return c;
 }
 

@@ -64,6 +64,11 @@ class Connection {
   // Connects; throws ConnectionError with libpq's message (and the target host/port,
   // never the password) when that fails or times out.
   static Connection connect(const ConnectOptions& options);
+  // Takes over a connection the caller opened with libpq (awa::Connection::adopt says
+  // what it requires and sets). The caller's handle is PQfinish'ed at destruction unless
+  // release() gives it back.
+  static Connection adopt(pg_conn* conn, bool pooled);
+  pg_conn* release() noexcept { return conn_.release(); }
 
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;

@@ -21,11 +21,6 @@ constexpr std::int64_t kPgEpochMicros = 946'684'800'000'000;
 
 constexpr char kBinaryHeader[] = "PGCOPY\n\377\r\n";  // + the implicit '\0' = 11 bytes
 
-struct ResultDeleter {
-  void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
-
 void put_u16(std::string& out, std::uint16_t v) {
   out += static_cast<char>(v >> 8);
   out += static_cast<char>(v & 0xff);

@@ -11,6 +11,7 @@
 #include "awa/error.hpp"
 #include "pg/connection.hpp"
 #include "pg/error_map.hpp"
+#include "pg/result.hpp"
 
 namespace awa::pg {
 namespace {
@@ -61,11 +62,6 @@ ErrorInfo plain_error(std::string message) {
   info.message = std::move(message);
   return info;
 }
-
-struct ResultDeleter {
-  void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using ResultPtr = std::unique_ptr<PGresult, ResultDeleter>;
 
 }  // namespace
 

@@ -252,7 +252,7 @@ bool binary_timestamp(std::int64_t micros_2000, TimePoint& out) {
 
 }  // namespace
 
-void Result::Deleter::operator()(pg_result* r) const noexcept { PQclear(r); }
+void ResultDeleter::operator()(pg_result* r) const noexcept { PQclear(r); }
 
 Result::Result(pg_result* res) : res_(res) {}
 

@@ -19,6 +19,13 @@ struct pg_result;  // PGresult, from libpq-fe.h; kept out of every other header
 
 namespace awa::pg {
 
+// Owns a raw PGresult (PQclear on destruction): for the code that reads results before
+// they become a Result (the connection's exec, the pipeline, COPY).
+struct ResultDeleter {
+  void operator()(pg_result* r) const noexcept;
+};
+using ResultPtr = std::unique_ptr<pg_result, ResultDeleter>;
+
 // The format a statement's result columns come in (libpq's resultFormat).
 enum class Format { kText = 0, kBinary = 1 };
 
@@ -75,12 +82,9 @@ class Result {
   }
 
  private:
-  struct Deleter {
-    void operator()(pg_result* r) const noexcept;
-  };
   template <class T>
   T get_binary(int row, int col) const;
-  std::unique_ptr<pg_result, Deleter> res_;
+  ResultPtr res_;
 };
 
 // get<T> is defined in result.cpp for exactly these types.

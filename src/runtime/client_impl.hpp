@@ -52,6 +52,7 @@
 #include "awa/client.hpp"
 #include "awa/metrics.hpp"
 #include "pg/pool.hpp"
+#include "runtime/backoff.hpp"
 #include "runtime/claim_pace.hpp"
 #include "runtime/completion_batcher.hpp"
 #include "runtime/instance_registry.hpp"
@@ -61,10 +62,8 @@
 namespace awa {
 namespace client_detail {
 
-inline constexpr std::chrono::milliseconds kMinBackoff{100};
-// Short: after a server restart the dispatchers should be back within a second of the
-// server, and a reconnect attempt per second per thread costs the server nothing.
-inline constexpr std::chrono::milliseconds kMaxBackoff{1000};
+using runtime::kMaxBackoff;
+using runtime::kMinBackoff;
 
 }  // namespace client_detail
 

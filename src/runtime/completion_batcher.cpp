@@ -7,12 +7,12 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "pg/error_map.hpp"
+#include "runtime/backoff.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::runtime {
 namespace {
 
-constexpr std::chrono::milliseconds kMaxBackoff{1000};
 // A server-wide failure is logged at error level at most this often (each retry at debug).
 constexpr std::chrono::seconds kAlarmEvery{10};
 

@@ -1,4 +1,4 @@
-// Group commit for handler results (ADR-025's batcher defaults; docs/runtime.md).
+// Group commit for handler results (defaults as in AWA's ADR-025; docs/runtime.md).
 //
 // Workers submit() completions and go back to work at once; background writer threads
 // write them with QueueStorage::complete — one fused statement, one transaction per
@@ -12,7 +12,7 @@
 //
 // A flush that fails with a retryable error (lost connection, server restart,
 // serialization failure) is retried with the same rows, with a growing pause, for up to
-// retry_for; completions are idempotent on (job_id, run_lease), so a retry after an
+// retry_for; completions are idempotent on (claim batch, lane_seq), so a retry after an
 // unknown commit outcome finds the rows that did land closed, reports them as stale and
 // changes nothing. A flush that fails with a server-wide error (pg::ErrorKind::kServerWide:
 // a read-only server after a fail-over, a dropped database, the completion function

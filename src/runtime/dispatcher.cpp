@@ -1,5 +1,6 @@
-// The dispatchers: one thread per queue that claims on its own LISTENing connection, for
-// the free workers and a prefetch buffer sized by the pace of the workers.
+// The dispatchers: QueueConfig::claimers threads per queue, each claiming on a connection of
+// its own (woken by the client's listener, or polling), for the free workers and a prefetch
+// buffer sized by the pace of the workers.
 #include "runtime/client_impl.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/store_access.hpp"

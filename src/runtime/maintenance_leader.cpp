@@ -13,6 +13,7 @@
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 #include "pg/native.hpp"
+#include "runtime/backoff.hpp"
 #include "runtime/instance_registry.hpp"
 #include "runtime/ring_maintenance.hpp"
 #include "schema/sql_catalog.hpp"
@@ -22,10 +23,6 @@
 
 namespace awa::runtime {
 namespace {
-
-constexpr std::chrono::milliseconds kMinBackoff{100};
-// Short, so that promotion and rescue resume within a second of the server.
-constexpr std::chrono::milliseconds kMaxBackoff{1000};
 
 // What each step is doing, for the log: "maintenance: <name> failed: ...".
 constexpr const char* kStepNames[] = {

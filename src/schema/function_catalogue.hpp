@@ -21,7 +21,7 @@
 
 namespace awa::schema {
 
-inline constexpr int kFunctionCatalogue = 3;
+inline constexpr int kFunctionCatalogue = 4;
 
 // The oldest catalogue whose binaries may run against this build's functions.
 inline constexpr int kOldestCompatibleCatalogue = 1;

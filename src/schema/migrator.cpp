@@ -341,6 +341,16 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
     report.functions_updated.push_back(name);
   }
   drop_stale_overloads(conn, report, creators);
+  {
+    std::string names;
+    for (const auto& f : sql::all_files()) {
+      if (!starts_with(f.name, kFunctionsDir)) continue;
+      if (!names.empty()) names.push_back('\n');
+      names.append(f.name.substr(kFunctionsDir.size()));
+    }
+    conn.query(sql::render(sql::file("queries/migrator/forget_removed_functions.sql"), quoted_),
+               names);
+  }
   // Function attributes (a fixed search_path, SECURITY DEFINER for the producer path) in
   // one place, every time: re-applying a function file resets them.
   try {

@@ -52,4 +52,10 @@ std::string quote_schema(std::string_view schema) {
   return quoted;
 }
 
+std::string query(std::string_view folder, std::string_view name, std::string_view quoted_schema) {
+  std::string path = "queries/";
+  path.append(folder).append("/").append(name).append(".sql");
+  return render(file(path), quoted_schema);
+}
+
 }  // namespace awa::sql

@@ -1,7 +1,7 @@
 // The SQL files of sql/, embedded at build time (cmake/embed_sql.cmake).
 //
 // Names are paths relative to sql/, e.g. "migrations/0001_queue_storage.sql" or
-// "queries/enqueue/reserve_range.sql". SQL text may contain the token {schema}, which the
+// "queries/enqueue/reserve_lane.sql". SQL text may contain the token {schema}, which the
 // caller replaces with the quoted target schema (see render()).
 //
 // Thread safety: everything here is immutable after static initialisation.
@@ -26,11 +26,14 @@ std::span<const SqlFile> all_files();
 std::string_view file(std::string_view name);
 
 // `text` with every "{schema}" replaced by `quoted_schema` (already quoted with
-// quote_identifier()).
+// quote_schema()).
 std::string render(std::string_view text, std::string_view quoted_schema);
 
 // Validates a schema name (letters, digits and underscores, not starting with a digit,
 // at most 63 bytes) and returns it double-quoted. Throws awa::InvalidArgument otherwise.
 std::string quote_schema(std::string_view schema);
+
+// The statement queries/<folder>/<name>.sql rendered for `quoted_schema`.
+std::string query(std::string_view folder, std::string_view name, std::string_view quoted_schema);
 
 }  // namespace awa::sql

@@ -1,9 +1,9 @@
 // The lanes this store is writing right now, so that the rotor can step past them.
 //
-// A lane's lock is held from its reservation to the commit (ADR-025), so two calls of one
-// process on one lane run one after the other, each waiting for the other's commit, while
-// another shard of the same (queue, priority) may sit idle. The rotor still advances once
-// per pick and so spreads calls uniformly over time (ADR-025's rotor); a pick that lands on
+// A lane's lock is held from its reservation to the commit (docs/design/engine.md), so two
+// calls of one process on one lane run one after the other, each waiting for the other's
+// commit, while another shard of the same (queue, priority) may sit idle. The rotor still
+// advances once per pick and so spreads calls uniformly over time; a pick that lands on
 // a lane a call of this store is writing now takes the next shard that none is writing,
 // and the rotor's own pick when every shard is busy. Keyed rows keep their hashed shard:
 // they are only counted, so that unkeyed picks avoid their lanes too.

@@ -43,10 +43,6 @@ void validate_callback_id(std::string_view id) {
   }
 }
 
-std::string query(std::string_view name, const std::string& quoted) {
-  return sql::render(sql::file(fmt::format("queries/admin/{}.sql", name)), quoted);
-}
-
 CallbackResult resolve(const std::string& quoted, Connection& conn, const std::string& id,
                        const char* outcome, const std::optional<std::string>& error,
                        const std::optional<std::string>& result_json) {
@@ -55,7 +51,7 @@ CallbackResult resolve(const std::string& quoted, Connection& conn, const std::s
   std::optional<std::string> stored;
   if (error) stored = storage::storable_text(*error, storage::kMaxErrorBytes);
   const auto res =
-      pg::native(conn).exec(query("resolve_callback", quoted),
+      pg::native(conn).exec(sql::query("admin", "resolve_callback", quoted),
                             pg::make_params(id, std::string(outcome), stored, result_json));
   CallbackResult r;
   if (res.rows() > 0) {
@@ -112,8 +108,8 @@ std::optional<JobId> Admin::heartbeat_external(
   if (timeout) validate_timeout(*timeout);
   std::optional<std::string> iv;
   if (timeout) iv = storage::interval(*timeout);
-  const auto res =
-      pg::native(conn).exec(query("heartbeat_callback", quoted_), pg::make_params(callback_id, iv));
+  const auto res = pg::native(conn).exec(sql::query("admin", "heartbeat_callback", quoted_),
+                                         pg::make_params(callback_id, iv));
   return res.get_opt<std::int64_t>(0, 0);
 }
 

@@ -160,8 +160,8 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
     e.deadline_at = res.get_opt<std::chrono::system_clock::time_point>(r, 20);
     out.push_back(std::move(e));
   }
-  // ADR-025's awa.job.claimed{awa.enqueue.shard}. A claim reads one lane, so this is one
-  // series lookup per call, not per row.
+  // awa_job_claimed_total{queue, awa_enqueue_shard}: AWA's ADR-025 awa.job.claimed with its
+  // shard attribute. A claim reads one lane, so this is one series lookup per call, not per row.
   auto& m = metrics::engine();
   m.claim_duration_seconds.with({queue}).observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -1,4 +1,5 @@
-// The producer side of ADR-025: routing, lane reservation, INSERT and COPY.
+// The producer side of the engine (docs/design/engine.md): routing, lane reservation, INSERT
+// and COPY.
 //
 // One call = one transaction (the caller's, or one of its own):
 //   1. validate everything (nothing is sent for a bad batch);
@@ -47,23 +48,6 @@ namespace awa {
 using storage::LaneBatch;
 using storage::LaneKey;
 using storage::Plan;
-
-QueueStorage::Impl::Impl(StorageOptions o)
-    : options(std::move(o)),
-      quoted(sql::quote_schema(options.schema)),
-      consumer(quoted),
-      unique(quoted),
-      one(quoted) {
-  const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
-  insert_lane = r("queries/enqueue/insert_lane.sql");
-  reserve_lane = r("queries/enqueue/reserve_lane.sql");
-  copy_ready = r("queries/enqueue/copy_ready.sql");
-  insert_deferred = r("queries/enqueue/insert_deferred.sql");
-  notify = r("queries/enqueue/notify.sql");
-  shard_counts = r("queries/enqueue/shard_counts.sql");
-  stage = r("queries/enqueue/stage.sql");
-  check_shards = r("queries/enqueue/check_shard_counts.sql");
-}
 
 void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
                                            const std::set<std::string>& queues,
@@ -422,92 +406,5 @@ std::vector<JobId> QueueStorage::Impl::insert_ids(pg::Connection& conn,
   for (const auto& r : insert_results(conn, jobs, copy)) ids.push_back(r.id);
   return ids;
 }
-
-QueueStorage::QueueStorage(StorageOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
-QueueStorage::~QueueStorage() = default;
-
-JobId QueueStorage::insert(Connection& conn, const NewJob& job) {
-  return impl_->insert_ids(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
-}
-InsertResult QueueStorage::insert_result(Connection& conn, const NewJob& job) {
-  return impl_->insert_results(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
-}
-std::vector<JobId> QueueStorage::insert_many(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_ids(pg::native(conn), jobs, false);
-}
-std::vector<JobId> QueueStorage::insert_many_copy(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_ids(pg::native(conn), jobs, true);
-}
-int QueueStorage::enqueue_shards(Connection& conn, const std::string& queue) {
-  return storage::enqueue_shards(*this, pg::native(conn), queue);
-}
-std::vector<ClaimedEntry> QueueStorage::claim(Connection& conn, const std::string& queue,
-                                              const ClaimOptions& options) {
-  return impl_->consumer.claim(pg::native(conn), queue, options);
-}
-std::vector<CompletionResult> QueueStorage::complete(Connection& conn,
-                                                     std::span<const Completion> completions) {
-  return impl_->consumer.complete(pg::native(conn), completions);
-}
-int QueueStorage::promote_due(Connection& conn, int limit) {
-  return impl_->consumer.promote_due(pg::native(conn), limit);
-}
-int QueueStorage::release(Connection& conn, std::span<const ClaimedEntry> entries,
-                          std::string_view reason) {
-  return impl_->consumer.release(pg::native(conn), entries, reason);
-}
-std::vector<std::pair<JobId, std::int64_t>> QueueStorage::heartbeat(
-    Connection& conn, std::span<const Heartbeat> beats) {
-  return impl_->consumer.heartbeat(pg::native(conn), beats);
-}
-std::vector<QueueStorage::Rescued> QueueStorage::rescue(Connection& conn,
-                                                        std::chrono::milliseconds stale,
-                                                        int limit) {
-  return impl_->consumer.rescue(pg::native(conn), stale, limit);
-}
-
-namespace detail {
-struct StorageAccess {
-  static QueueStorage::Impl& impl(QueueStorage& store) { return *store.impl_; }
-};
-}  // namespace detail
-
-namespace storage {
-
-std::vector<JobId> insert_many(QueueStorage& store, pg::Connection& conn,
-                               std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, false);
-}
-std::vector<JobId> insert_many_copy(QueueStorage& store, pg::Connection& conn,
-                                    std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, true);
-}
-std::vector<InsertResult> insert_results(QueueStorage& store, pg::Connection& conn,
-                                         std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_results(conn, jobs, false);
-}
-int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue) {
-  validate_queue_name(queue);
-  std::unordered_map<std::string, int> out;
-  detail::StorageAccess::impl(store).load_shard_counts(conn, {queue}, out);
-  return out.at(queue);
-}
-Consumer& consumer(QueueStorage& store) { return detail::StorageAccess::impl(store).consumer; }
-
-}  // namespace storage
-
-void QueueStorage::reset() {
-  std::unique_lock lock(impl_->mu);
-  impl_->shard_cache.clear();
-  impl_->lane_cache.clear();
-}
-
-QueueStorage::Stats QueueStorage::stats() const {
-  return Stats{impl_->reservations.load(), impl_->creations.load(), impl_->repairs.load(),
-               impl_->one_job_writes.load()};
-}
-
-const std::string& QueueStorage::schema() const noexcept { return impl_->options.schema; }
 
 }  // namespace awa

@@ -1,4 +1,4 @@
-// Shard routing (ADR-025 "Routing producers into shards").
+// Shard routing (docs/design/engine.md, "Routing producers into shards").
 #include <string>
 #include <string_view>
 

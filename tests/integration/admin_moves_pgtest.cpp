@@ -1,4 +1,4 @@
-// Admin: move_queue (ADR-025 "Cross-queue administration"), set_job_priority and
+// Admin: move_queue (docs/design/engine.md, "Cross-queue administration"), set_job_priority and
 // age_waiting_priorities (sql/functions/0056_job_moves.sql).
 #include <set>
 

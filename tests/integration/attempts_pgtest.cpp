@@ -164,7 +164,7 @@ TEST_F(AttemptsTest, CancelAvailableJobTombstonesItAndTheClaimPassesIt) {
 }
 
 TEST_F(AttemptsTest, CancelRunningJobLandsOnItsShardAndMakesTheCompletionStale) {
-  // The synthesised done row must use the receipt's shard (ADR-025 "cancel-from-receipt").
+  // The synthesised done row must use the receipt's shard (AWA's ADR-025 "cancel-from-receipt").
   set_shards("cr", 8);
   const auto id = enqueue("cr", 25, "customer-42");
   const auto e = claim_one("cr");

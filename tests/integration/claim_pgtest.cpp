@@ -58,7 +58,7 @@ class ClaimTest : public StorageTest {
 };
 
 TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
-  // ADR-025's test_queue_storage_multi_shard_round_trip_through_completion: the shard is
+  // AWA's ADR-025 test_queue_storage_multi_shard_round_trip_through_completion: the shard is
   // load-bearing in the terminal key, and completion carries it from the claim.
   set_shards("rt", 4);
   std::vector<std::thread> producers;
@@ -102,7 +102,7 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
 }
 
 TEST_F(ClaimTest, MultiShardClaimPathDoesNotStarveShards) {
-  // ADR-025's test_queue_storage_multi_shard_claim_path_does_not_starve_shards.
+  // AWA's ADR-025 test_queue_storage_multi_shard_claim_path_does_not_starve_shards.
   set_shards("fair", 4);
   for (int b = 0; b < 8; ++b) enqueue("fair", 50);  // the rotor gives each shard 2 batches
   const auto per_shard =
@@ -614,7 +614,7 @@ TEST_F(ClaimTest, AgedLowerPriorityLaneWinsOverAFreshHigherOne) {
 }
 
 TEST_F(ClaimTest, LoweringEnqueueShardsDrainsExistingRows) {
-  // ADR-025's test_queue_storage_lowering_enqueue_shards_drains_existing_rows: rows on
+  // AWA's ADR-025 test_queue_storage_lowering_enqueue_shards_drains_existing_rows: rows on
   // shards >= the new count keep draining; promoted and new rows use [0, newS).
   set_shards("low", 4);
   for (int b = 0; b < 8; ++b) enqueue("low", 10);

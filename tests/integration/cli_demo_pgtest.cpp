@@ -1,6 +1,7 @@
 // `awa demo` (make demo): the sample workload ends with exact outcomes in the database;
 // with --serve the dashboard comes up on the same schema, shows the work, keeps new jobs
-// arriving, and a SIGINT stops everything gracefully.
+// arriving, and a SIGINT stops everything gracefully. `--jobs 0 --serve` (what make demo
+// leaves running) is the trickle alone, and it must keep every kind of work moving.
 #include <httplib.h>
 
 #include <gmock/gmock.h>
@@ -75,6 +76,48 @@ TEST_F(CliDemoTest, ServeKeepsTheDashboardUpWithNewWorkUntilSigint) {
   EXPECT_THAT(page->body, HasSubstr("<main id=\"page\""));
   EXPECT_EQ(demo.terminate(std::chrono::seconds(60), SIGINT), 0) << demo.log();
   EXPECT_THAT(demo.log(), HasSubstr("SIGINT received"));
+}
+
+// What scripts/dashboard start --demo runs: no batch, straight to the dashboard, and a
+// newcomer sees successes, retries, failures, the periodic job and parked callbacks that
+// are answered, all within a minute.
+TEST_F(CliDemoTest, TrickleAloneKeepsEveryKindOfWorkMoving) {
+  AwaProcess demo(schema_, {"demo", "--serve", "--jobs", "0", "--addr", "127.0.0.1:0"});
+  const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
+  ASSERT_TRUE(eventually([&] { return std::regex_search(demo.log(), listening); },
+                         std::chrono::seconds(60), std::chrono::milliseconds(50)))
+      << demo.log();
+  EXPECT_THAT(demo.log(), ::testing::Not(HasSubstr("summary:")));
+  auto conn = Connection::connect(database_url());
+  const Admin admin(schema_);
+  const auto jobs = [&](const char* queue, const char* kind, const char* state) {
+    JobFilter f;
+    f.queue = queue;
+    f.kind = kind;
+    f.state = state;
+    f.limit = 10000;
+    return admin.list_jobs(conn, f);
+  };
+  const auto retried_and_completed = [&] {
+    for (const auto& j : jobs("demo", "flaky", "completed")) {
+      if (j.attempt == 2) return true;
+    }
+    return false;
+  };
+  // Flaky jobs retry once then complete; doomed ones go to the DLQ; the periodic job
+  // runs; a callback job parks (waiting) and is answered 8 s later, completed or failed.
+  EXPECT_TRUE(
+      eventually(retried_and_completed, std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_TRUE(eventually([&] { return admin.queue_counts(conn, "demo").dlq > 0; },
+                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "tick", "completed").empty(); },
+                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "waiting").empty(); },
+                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "completed").empty(); },
+                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_EQ(demo.terminate(std::chrono::seconds(60), SIGTERM), 0) << demo.log();
+  EXPECT_THAT(demo.log(), HasSubstr("SIGTERM received"));
 }
 
 }  // namespace

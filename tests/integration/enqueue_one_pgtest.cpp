@@ -109,9 +109,9 @@ TEST_F(EnqueueOneTest, AnOrderingKeyAndNoRunAtAreStoredLikeTheGeneralPath) {
 }
 
 TEST_F(EnqueueOneTest, HoldsTheLaneLockToCommitLikeAReservation) {
-  // ADR-025's visibility argument needs the lane lock before the lane's next value and
-  // until commit: a one-job insert behind an open transaction on its lane must wait for it
-  // (seen waiting on the advisory lock in pg_locks) and come after it.
+  // The visibility argument (docs/design/engine.md) needs the lane lock before the lane's
+  // next value and until commit: a one-job insert behind an open transaction on its lane
+  // must wait for it (seen waiting on the advisory lock in pg_locks) and come after it.
   insert(NewJob("seed", {}, on_queue("lock")));
   pg::Connection holder = connect_new();
   pg::Transaction tx(holder);

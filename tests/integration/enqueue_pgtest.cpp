@@ -1,4 +1,4 @@
-// The producer side of ADR-025 against a real PostgreSQL: routing, lane reservation,
+// The producer side (docs/design/engine.md) against a real PostgreSQL: routing, lane reservation,
 // visibility order, transactional enqueue, COPY, scheduling, notifications, bad input.
 //
 // Tests that hold for both enqueue paths run once per path (EnqueueModeTest, parameter
@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(EnqueueBy, EnqueueModeTest, ::testing::Values(Mode::kIn
 // --- routing ------------------------------------------------------------------------------
 
 TEST_P(EnqueueModeTest, OrderingKeyRoutesToStableShard) {
-  // Guards ADR-025's ordering_key_routes_to_stable_shard: at S = 4 every job lands on the
+  // Guards AWA's ADR-025 test ordering_key_routes_to_stable_shard: at S = 4 every job lands on the
   // shard its key hashes to, across separate calls, and each key's jobs stay in enqueue
   // order (lane_seq grows in insertion order within the shard).
   set_shards("orders", 4);
@@ -243,11 +243,11 @@ TEST_F(EnqueueTest, OneShardPutsEveryJobOnShardZero) {
 // --- visibility order --------------------------------------------------------------------
 
 TEST_P(EnqueueModeTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap) {
-  // Guards ADR-025's visibility argument, in both write paths (the COPY path reserves in
-  // a script of its own, so its lock must be held to the commit just the same): while producer A's
-  // reservation on a lane is uncommitted, producer B on the same lane cannot reserve (it waits on
-  // the lane's advisory lock); when A rolls back, B proceeds and A's range stays a permanent gap
-  // below B's rows.
+  // Guards the visibility argument (docs/design/engine.md), in both write paths (the COPY path
+  // reserves in a script of its own, so its lock must be held to the commit just the same):
+  // while producer A's reservation on a lane is uncommitted, producer B on the same lane cannot
+  // reserve (it waits on the lane's advisory lock); when A rolls back, B proceeds and A's range
+  // stays a permanent gap below B's rows.
   const std::string q = "fifo";
   storage::insert_many(*store_, conn(), unkeyed_batch(q, 1));  // the lane exists and is committed
 
@@ -498,11 +498,11 @@ TEST_F(EnqueueTest, ConcurrentProducersLoseNothingAndKeepLaneSeqsUnique) {
 // --- the lane cache ----------------------------------------------------------------------
 
 TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
-  // Guards the lane cache's self-repair (ADR-025 "rollback-recovery retry path"): a lane
-  // the store has cached but that no longer exists is recreated by the next insert instead
-  // of failing. (Calls inside a caller's transaction reserve no lane and cache none, so a
-  // rolled-back transaction no longer leaves a cached lane behind; a lane removed by hand
-  // still can.)
+  // Guards the lane cache's self-repair (docs/design/engine.md, "Reserving a lane range"):
+  // a lane the store has cached but that no longer exists is recreated by the next insert
+  // instead of failing. (Calls inside a caller's transaction reserve no lane and cache
+  // none, so a rolled-back transaction no longer leaves a cached lane behind; a lane
+  // removed by hand still can.)
   {
     enqueue(unkeyed_batch("fresh", 2, 9));  // creates and caches the lane
     conn().exec("DELETE FROM ready_entries WHERE queue = 'fresh'");
@@ -529,8 +529,9 @@ TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
 }
 
 TEST_F(EnqueueTest, ResetPicksUpAChangedShardCount) {
-  // Guards ADR-025's cache contract: a changed enqueue_shards is not seen until reset() or
-  // the end of the cache's time to live (stale but correct), and is seen right after it.
+  // Guards the shard-count cache contract (StorageOptions::shard_count_ttl): a changed
+  // enqueue_shards is not seen until reset() or the end of the cache's time to live (stale
+  // but correct), and is seen right after it.
   QueueStorage store(StorageOptions{schema_, std::chrono::hours(1)});
   storage::insert_many(store, conn(), unkeyed_batch("grow", 1));
   set_shards("grow", 4);
@@ -581,7 +582,7 @@ TEST_F(EnqueueTest, AChangedShardCountIsSeenWithinTheCacheTimeToLive) {
 }
 
 TEST_F(EnqueueTest, ShardCountOutsideOneToSixtyFourViolatesCheckConstraint) {
-  // Guards the queue_meta CHECK (1..64) through ADR-025's verbatim upsert procedure, and
+  // Guards the queue_meta CHECK (1..64) through the plain upsert of docs/operations.md, and
   // that both ends of the range work.
   for (const int bad : {0, 65}) {
     try {

@@ -1,6 +1,6 @@
-// The SQL producer (insert_job_compat / insert_jobs_compat, sql/functions/0030): routes
-// exactly like the C++ producer, validates like it, and follows the lock-order rule its
-// header documents.
+// The SQL producer (insert_job_compat / insert_jobs_compat,
+// sql/functions/0030_insert_job_compat.sql): routes exactly like the C++ producer,
+// validates like it, and follows the lock-order rule its header documents.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -90,9 +90,9 @@ class InsertJobCompatTest : public StorageTest {
 };
 
 TEST_F(InsertJobCompatTest, KeyedInsertsRouteExactlyLikeCpp) {
-  // Guards cross-language routing (ADR-025): at S = 8 a keyed SQL insert lands on the C++
-  // shard_for_ordering_key(key, 8), the same shard as a C++ insert of the same key — for
-  // binary keys, UTF-8 keys and the batch form's text keys.
+  // Guards cross-language routing (docs/design/engine.md): at S = 8 a keyed SQL insert
+  // lands on the C++ shard_for_ordering_key(key, 8), the same shard as a C++ insert of the
+  // same key — for binary keys, UTF-8 keys and the batch form's text keys.
   set_shards("mixed", 8);
   std::vector<std::string> keys = {std::string("\0", 1),         "\xff",
                                    std::string("\0\xff\x01", 3), "\xc3\xbc",

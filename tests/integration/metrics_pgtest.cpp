@@ -1,4 +1,4 @@
-// The engine's metrics against a real claim path: ADR-025's awa.job.claimed per shard,
+// The engine's metrics against a real claim path: AWA's ADR-025 awa.job.claimed per shard,
 // enqueue/completion counters, queue gauges and the /metrics endpoint.
 //
 // The registry is process-wide and every test in this binary shares it, so each test uses
@@ -91,7 +91,7 @@ TEST_F(MetricsTest, JobClaimedCountsEveryClaimOnItsShard) {
   }
   EXPECT_EQ(metrics::engine().job_enqueued.with({queue_}).value() - enqueued_before, 200u);
 
-  // The exposition carries the same per-shard numbers under the ADR's label.
+  // The exposition carries the same per-shard numbers under the label awa_enqueue_shard.
   const auto text = metrics::default_registry().expose();
   for (int s = 0; s < kShards; ++s) {
     EXPECT_EQ(sample(text, claimed_series(queue_, s)), static_cast<double>(claimed(s)))

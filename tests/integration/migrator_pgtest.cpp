@@ -66,6 +66,18 @@ TEST_F(MigratorTest, ReappliesAFunctionFileWhoseChecksumChanged) {
   EXPECT_EQ(report.functions_updated, std::vector<std::string>{"0010_routing.sql"});
 }
 
+// A function file renamed in a later build leaves no stale record behind: the record
+// lists exactly the files of this build.
+TEST_F(MigratorTest, ForgetsTheRecordOfAFunctionFileThisBuildNoLongerHas) {
+  schema::Migrator(schema_).migrate(conn());
+  conn().exec("INSERT INTO schema_functions (name, checksum) VALUES ('0050_admin.sql', 'x')");
+  schema::Migrator(schema_).migrate(conn());
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_functions WHERE name = '0050_admin.sql'"), 0);
+  std::int64_t files = 0;
+  for (const auto& f : sql::all_files()) files += f.name.rfind("functions/", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_functions"), files);
+}
+
 // A schema as a build from before the storage rings left it: migration 0001 only.
 void install_version_1(pg::Connection& c) {
   const auto first = schema::embedded_migrations().front();

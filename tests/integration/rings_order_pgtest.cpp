@@ -27,9 +27,10 @@ using ::testing::StartsWith;
 // --- ordering across rotations and carries -----------------------------------------------
 
 TEST_F(RingsTest, KeyedJobsAcrossRotationsAndCarriesAreClaimedInPerKeyFifoOrder) {
-  // Guards per-key FIFO (ADR-025) over the claim's merge of a lane across live slots: rows
-  // of one lane spread over several slots, and carried rows sitting in a newer slot than
-  // later rows of their lane, are still claimed in lane_seq = enqueue order.
+  // Guards per-key FIFO (docs/design/engine.md) over the claim's merge of a lane across
+  // live slots: rows of one lane spread over several slots, and carried rows sitting in a
+  // newer slot than later rows of their lane, are still claimed in lane_seq = enqueue
+  // order.
   set_shards("fifo", 4);
   std::vector<std::string> keys;
   for (int k = 0; k < 8; ++k) keys.push_back("customer-" + std::to_string(k));

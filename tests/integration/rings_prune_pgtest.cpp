@@ -32,7 +32,7 @@ TEST_F(RingsTest, PrunePendingReadyMatchIsScopedByEnqueueShard) {
   // Guards the pending check of prune: a ready row is live when it is at or after the
   // claim cursor of its OWN lane (queue, priority, enqueue_shard). Both shards have a
   // lane_seq 1; shard 0's cursor has passed 1, shard 1's has not, and prune must see that
-  // (ADR-025's sharded-prune test; models/sharded_prune.pml).
+  // (AWA's ADR-025 sharded-prune test; models/sharded_prune.pml).
   set_shards("sp", 2);
   const auto id0 = enqueue_one("sp", key_for_shard(2, 0));
   const auto id1 = enqueue_one("sp", key_for_shard(2, 1));  // a later transaction: later run_at
@@ -407,7 +407,7 @@ class RingsReaderTest : public RingsTest {
   // waits until that session queues behind the prune's locks, then commits the prune and
   // returns what `read` got. TRUNCATE is not MVCC-safe: a reader whose snapshot predates
   // the commit but who reaches the slot after it sees the slot empty, and not the rollups
-  // or carried rows the prune wrote (lock_rings_shared, sql/functions/0050_admin.sql).
+  // or carried rows the prune wrote (lock_rings_shared, sql/functions/0050_queue_counts.sql).
   template <typename T>
   T read_across_prune_commit(const std::string& ring, bool carry,
                              const std::function<T(Connection&)>& read) {

@@ -26,7 +26,7 @@ using ::testing::StartsWith;
 // --- the runtime's rotation: a regression gate ----------------------------------------------
 
 TEST_F(RingsTest, RuntimeWorkloadLeavesAppendOnlyTablesUntouchedAndTheRingsTurning) {
-  // Gate (SCENARIOS.md "gates that run in CI"): a representative workload through
+  // A gate that runs in CI with the other tests: a representative workload through
   // awa::Client with the leader rotating every 200 ms. Afterwards: no UPDATE or DELETE
   // ever hit the append-only ring partitions (n_tup_upd + n_tup_del, cumulative; zero dead
   // tuples), the claim ring stays small, every ring advanced and was pruned, and neither

@@ -1,4 +1,4 @@
-// Fixture and helpers for the storage-ring tests (rings_pgtest.cpp): rotation, prune,
+// Fixture and helpers for the storage-ring tests (rings_*_pgtest.cpp): rotation, prune,
 // carry-forward, counts across prunes, and pinning another session at a chosen point.
 #pragma once
 

@@ -1,5 +1,5 @@
-// C++ and SQL shard routing agree bit for bit (ADR-025: "Rust, SQL, and Python producers
-// route the same key bytes to the same shard").
+// C++ and SQL shard routing agree bit for bit: every producer routes the same key bytes to
+// the same shard (docs/design/engine.md, "Routing producers into shards").
 #include <gtest/gtest.h>
 
 #include <charconv>

@@ -164,7 +164,7 @@ class RuntimeTest : public StorageTest {
     o.stale_after = seconds(30);
     o.maintenance_interval = milliseconds(100);
     // These tests read the attempt history afterwards, so no ring prune may remove it;
-    // rings_pgtest.cpp runs the runtime with rotation on.
+    // rings_runtime_pgtest.cpp runs the runtime with rotation on.
     o.ring_rotate_interval = milliseconds(0);
     o.application_name = "awa_tests_runtime";
     return o;

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin_jobs_support.hpp"
-#include "serve.hpp"
+#include "awa/serve.hpp"
 
 namespace awa::testing {
 

@@ -24,7 +24,7 @@ class StorageTest : public PgTest {
     store_ = std::make_unique<QueueStorage>(StorageOptions{schema_});
   }
 
-  // UPSERTs queue_meta.enqueue_shards the way ADR-025's operator procedure does.
+  // UPSERTs queue_meta.enqueue_shards the way docs/operations.md's upsert does.
   void set_shards(const std::string& queue, int shards) {
     conn().query(
         "INSERT INTO queue_meta (queue, enqueue_shards) VALUES ($1, $2) "

@@ -1,4 +1,4 @@
-// The ordering-key hash and shard routing of ADR-025, without a database.
+// The ordering-key hash and shard routing (docs/design/engine.md), without a database.
 // The SQL side is compared against this in tests/integration/routing_pgtest.cpp.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-// `awa serve`: the dashboard's HTTP server and its JSON API under /api/ (docs/api.md,
-// "HTTP API"). Built on the public API only (include/awa/*), like cli/; httplib stays out
-// of this header.
+// The dashboard's HTTP server and its JSON API under /api/ (docs/api.md, "HTTP API"): what
+// `awa serve` runs, and what a service can embed (CMake target awa::serve, beside
+// awa::awa). Implemented in serve/ on the public API only, like cli/; httplib stays out of
+// this header.
 #pragma once
 
 #include <chrono>
