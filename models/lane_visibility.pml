@@ -1,6 +1,7 @@
 /*
- * lane_visibility.pml -- per-lane visibility and FIFO (ADR-025 "ordering
- * contract", DESIGN s.4 step 4 and s.5 step 3).
+ * lane_visibility.pml -- per-lane visibility and FIFO (docs/design/engine.md,
+ * "The ordering contract" and "Reserving a lane range"; docs/correctness.md, I3
+ * and I4).
  *
  * What is modelled
  *   One lane (queue, priority, enqueue_shard).  NPROD producers each run NTXN

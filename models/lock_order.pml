@@ -1,7 +1,6 @@
 /*
  * lock_order.pml -- lock plans of the queue-storage engine; checks that no
- * combination of transactions can deadlock (DESIGN s.4 step 3, s.5 step 2,
- * s.7, s.9, s.11).
+ * combination of transactions can deadlock (docs/correctness.md, I5).
  *
  * Resources (a transaction holds every lock until it commits):
  *   lane[0..2]    enqueue lane locks, pg_advisory_xact_lock on the lane key;

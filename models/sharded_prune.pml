@@ -1,5 +1,6 @@
 /*
- * sharded_prune.pml -- queue-ring prune across enqueue shards (ADR-025, DESIGN s.9).
+ * sharded_prune.pml -- queue-ring prune across enqueue shards (docs/design/rings.md,
+ * "The three rings"; docs/correctness.md, I1 and I2).
  *
  * What is modelled
  *   One (queue, priority) with two enqueue shards.  Each shard has its own

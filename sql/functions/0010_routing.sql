@@ -1,7 +1,7 @@
 -- Shard routing and input validation shared by every SQL producer. C++ implements the
 -- same hash in src/storage/routing.cpp; tests check that both agree bit for bit.
 
--- The portable 64-bit rolling hash of ADR-025 (multiply, then add; not FNV-1a):
+-- The portable 64-bit rolling hash of docs/design/engine.md (multiply, then add; not FNV-1a):
 --   h = 14695981039346656037; for each byte b: h = (h * 1099511628211 + b) mod 2^64
 -- NUMERIC keeps the arithmetic exact without relying on bigint wrap-around, which
 -- PostgreSQL reports as an error.

@@ -1,4 +1,5 @@
--- Lanes: creation and range reservation (ADR-025; docs/design/storage.md, "Lanes").
+-- Lanes: creation and range reservation (docs/design/engine.md, "Sharded enqueue heads";
+-- docs/design/storage.md, "Lanes").
 
 -- Creates the lane (queue, priority, shard) once: its sequence and both head rows.
 -- Creators of the same lane serialise on an advisory lock, then re-check, so concurrent
@@ -50,8 +51,8 @@ $$;
 -- Reserves p_count contiguous lane_seq values on the lane and returns the first.
 --
 -- The lane's transaction-scoped advisory lock is taken first and held until the caller's
--- transaction ends. That is the visibility argument of ADR-025: within a lane, a later
--- producer cannot even reserve N+1 until the producer of N has committed or rolled back,
+-- transaction ends. That is the visibility argument (docs/design/engine.md): within a
+-- lane, a later producer cannot even reserve N+1 until the producer of N has committed or rolled back,
 -- so a claimer that sees row N+k knows every row below it is final (committed, or a
 -- permanent rollback gap). Lanes must be reserved in ascending (queue, priority,
 -- enqueue_shard) order within a transaction; that global order is what keeps two

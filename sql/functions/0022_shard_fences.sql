@@ -10,7 +10,7 @@
 --    taking it; the C++ producer, which caches S, has its cached value checked there
 --    (check_shard_counts) and re-routes when it changed. The change itself (the trigger
 --    below, on any write of queue_meta.enqueue_shards: `awa queue set-shards`, or the
---    ADR's upsert verbatim) takes the lock EXCLUSIVE, so it waits for the keyed
+--    plain upsert of docs/operations.md) takes the lock EXCLUSIVE, so it waits for the keyed
 --    producers in flight, and producers after it read the new S. Every keyed row routed
 --    with the old S is therefore committed, with a lane_seq below its lane's enqueue
 --    cursor at that moment, and every keyed row routed with the new S comes after.

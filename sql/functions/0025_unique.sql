@@ -1,4 +1,4 @@
--- Unique jobs (issue 14; docs/scheduling.md "Unique jobs"; include/awa/job.hpp UniqueOpts).
+-- Unique jobs (docs/scheduling.md "Unique jobs"; include/awa/job.hpp UniqueOpts).
 --
 -- The C++ producer and insert_job_compat both go through insert_job_compat's p_unique, so
 -- the key is computed here, once, and the two agree by construction.
@@ -107,8 +107,8 @@ DECLARE
     v_state  text;
 BEGIN
     -- Bounded: a row can only vanish between the INSERT and the SELECT if someone deletes
-    -- it in between (an operator; nothing in awa deletes keys); each retry then inserts or
-    -- finds a row.
+    -- it in between (the maintenance leader's purge_unique_keys, below, once its holder
+    -- has left the key's states; or an operator); each retry then inserts or finds a row.
     FOR i IN 1..10 LOOP
         INSERT INTO {schema}.unique_keys AS u (key, job_id, states)
         VALUES (p_key, p_job_id, p_states)

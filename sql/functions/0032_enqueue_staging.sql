@@ -20,7 +20,8 @@
 -- Ordering. Within a lane the transaction's rows keep their enqueue order (job ids are
 -- taken in call and input order). Between transactions, a lane's order is the order in
 -- which they commit: the lane lock is held from the reservation here to the end of the
--- commit, as for a self-committing enqueue (ADR-025's visibility argument).
+-- commit, as for a self-committing enqueue (the visibility argument of
+-- docs/design/engine.md).
 -- Routing is decided here, with the shard count of commit time (for keyed rows read under
 -- the queue's reshard lock, so a concurrent change of the count is fenced: see
 -- 0022_shard_fences.sql): ordering-keyed rows by

@@ -1,4 +1,4 @@
--- The claim (ADR-025 "claim side"; docs/design/rings.md for the slots).
+-- The claim (docs/design/engine.md, "The claim"; docs/design/rings.md for the slots).
 --
 -- 1. Candidates: every claim head of the queue, joined to its enqueue head on the full
 --    lane key (queue, priority, enqueue_shard), that has a committed unclaimed row at or

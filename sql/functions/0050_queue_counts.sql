@@ -1,4 +1,5 @@
--- Operator lookups (docs/operations.md).
+-- Counts and lag of a queue for operators and metrics (docs/operations.md): available rows,
+-- per-shard lag, exact counts by state, and the shared ring lock the counts take.
 
 -- The queue's available rows: committed ready rows at or after the claim cursor of their
 -- own lane (matched on the full lane key, never on lane_seq alone, so two shards' rows with
@@ -24,9 +25,9 @@ $$;
 
 -- Per lane of the queue: the enqueue cursor (next lane_seq a producer will reserve, read
 -- from the lane's sequence, so it is exact and includes reservations not yet committed),
--- the claim cursor (next lane_seq a claimer will look at), lag = the difference (what
--- ADR-025's incident query reports: it counts rollback gaps and in-flight reservations
--- too), and available = the exact number of committed, unclaimed, not-cancelled rows.
+-- the claim cursor (next lane_seq a claimer will look at), lag = the difference (which
+-- counts rollback gaps and in-flight reservations too, as AWA's ADR-025 incident query
+-- does), and available = the exact number of committed, unclaimed, not-cancelled rows.
 -- Joins on the full lane key; never filters on enqueue_shard < current shard count. The
 -- queue ring is locked first, so rows a prune carries meanwhile are counted (see
 -- lock_rings_shared below).

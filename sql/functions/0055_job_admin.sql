@@ -341,7 +341,7 @@ END
 $$;
 
 -- The readers behind `awa job list` and `awa job show` (sql/queries/admin/list_jobs.sql,
--- job_detail.sql): the rings locked first (lock_rings_shared, 0050_admin.sql), then one
+-- job_detail.sql): the rings locked first (lock_rings_shared, 0050_queue_counts.sql), then one
 -- reading statement, so a job that a prune carries or truncates while they read is seen
 -- where the committed prune left it. job_states and job_detail stay STABLE: the writers
 -- (0056_job_moves.sql, 0025_unique.sql) call them inside their own statements.

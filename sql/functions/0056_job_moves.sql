@@ -1,5 +1,5 @@
--- Operator actions on jobs (issue 12): retry, move between queues (ADR-025 "Cross-queue
--- administration"), reprioritise, age waiting rows. Every action records itself in
+-- Operator actions on jobs: retry, move between queues (docs/design/engine.md,
+-- "Cross-queue administration"), reprioritise, age waiting rows. Every action records itself in
 -- job_events for `awa job show`.
 --
 -- Concurrency: the same locks as the engine's own paths.
@@ -40,7 +40,7 @@ $$;
 -- Moves available jobs to the tail of another lane: job i to queue p_queues[i] (NULL: its
 -- own) at priority p_priorities[i] (NULL: its own). Jobs that are not available (claimed,
 -- tombstoned, deferred, finished) and jobs already on that (queue, priority) are left
--- alone. The destination shard (ADR-025): a keyed row keeps its key's route,
+-- alone. The destination shard: a keyed row keeps its key's route,
 -- source_enqueue_shard % destination shard count; an unkeyed row takes the destination's
 -- ordinary enqueue rule (one rotor pick per destination (queue, priority)). Never a
 -- shard outside the destination's current width. Rows keep job_id, attempt, run_lease,
@@ -202,9 +202,9 @@ BEGIN
 END
 $$;
 
--- ADR-025's move_queue: a ready (available) or deferred (scheduled, retryable) job goes to
--- p_destination. A deferred job has no shard: it is updated in place, and promotion routes
--- it. An available job is re-enqueued at the tail of the destination lane of its
+-- move_queue (the name AWA's ADR-025 gives it): a ready (available) or deferred
+-- (scheduled, retryable) job goes to p_destination. A deferred job has no shard: it is
+-- updated in place, and promotion routes it. An available job is re-enqueued at the tail of the destination lane of its
 -- priority (relocate_available: the key's route, or the destination's ordinary rule).
 -- Returns (state before, outcome): 'moved', 'unchanged' (already there), 'not_movable'
 -- (running, waiting or finished), 'not_found'.
@@ -305,7 +305,7 @@ BEGIN
 END
 $$;
 
--- ADR-025's admin lookup: available jobs of the queue whose wait since run_at makes them
+-- The aging lookup: available jobs of the queue whose wait since run_at makes them
 -- at least one level better at one level per p_aging (never above 1) move to the tail of
 -- that priority's lane (relocate_available, which moves run_at on by the levels spent, so
 -- a second call does not age the same wait again). Aging at claim time

@@ -81,7 +81,7 @@ $$;
 -- `error` set is returned, and the other schedules fire.
 -- Lock order: schedules are fired in (queue, priority) order, and all jobs of one
 -- (queue, priority) in a transaction share a lane (insert_job_compat's sticky rotor), so
--- this takes lane locks in the global order (ADR-025's lane order).
+-- this takes lane locks in the global order (docs/correctness.md, I5).
 -- Returns one row per job enqueued (error NULL) and one per failed schedule.
 CREATE OR REPLACE FUNCTION {schema}.fire_due_periodic(
     p_limit integer DEFAULT 100, p_catch_up_limit integer DEFAULT 100)

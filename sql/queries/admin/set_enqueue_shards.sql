@@ -1,4 +1,4 @@
--- ADR-025's operator procedure, step 1.
+-- Sets a queue's shard count (docs/operations.md, "Raising `enqueue_shards`", step 2).
 INSERT INTO {schema}.queue_meta (queue, enqueue_shards)
 VALUES ($1, $2)
 ON CONFLICT (queue)

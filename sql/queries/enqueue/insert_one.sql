@@ -6,7 +6,8 @@
 --
 -- It keeps reserve_lane_range's two guarantees (sql/functions/0020_lanes.sql):
 --   - The lane lock is taken (the materialised `lane`) before nextval of the lane's
---     sequence, and held to commit: the lane's FIFO visibility argument of ADR-025.
+--     sequence, and held to commit: the lane's FIFO visibility argument
+--     (docs/design/engine.md).
 --   - The rows go to a slot prune cannot truncate under them. Naming the partition makes
 --     PostgreSQL take its ROW EXCLUSIVE lock when the statement is bound, before the
 --     statement's snapshot is taken; `cur` then reads the current slot in that snapshot.
