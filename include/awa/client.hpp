@@ -182,6 +182,11 @@ struct ClientOptions {
   std::string database_url;
   // Default: "awa".
   std::string schema = "awa";
+  // The registry the client counts into (the engine's families, awa/metrics.hpp: claims,
+  // completions, running and prefetched jobs, ...); must outlive the client. Give two
+  // clients of one process their own registries to keep their counters apart. Default
+  // (null): metrics::default_registry(), which `awa work --metrics-addr` serves.
+  metrics::Registry* metrics_registry = nullptr;
   // Migrate the schema at start(). Default: true.
   bool migrate = true;
   // At most this many connections, opened when first needed and kept, shared by the

@@ -124,6 +124,8 @@ extern template class Family<Histogram>;
 // A set of families. Registering a name again returns the existing family when type,
 // label names (and buckets) match, and throws InvalidArgument otherwise, as it does for a
 // name or label name Prometheus would reject ("le" is reserved for histograms' buckets).
+struct EngineMetrics;
+
 class Registry {
  public:
   Registry();
@@ -143,6 +145,7 @@ class Registry {
   std::string expose() const;
 
  private:
+  friend EngineMetrics& engine_metrics(Registry& registry);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -151,7 +154,10 @@ class Registry {
 // your own families to it to have them served beside the engine's.
 Registry& default_registry();
 
-// The engine's metric families (in default_registry()), for reading them in-process.
+// The engine's metric families in one registry, for reading them in-process. A Client or
+// QueueStorage records into the registry its options name (ClientOptions::metrics_registry,
+// StorageOptions::metrics), default_registry() when they name none: two clients in one
+// process keep separate counters when they are given separate registries.
 struct EngineMetrics {
   // awa_job_claimed_total{queue, awa_enqueue_shard}: AWA's ADR-025 awa.job.claimed with its
   // awa.enqueue.shard attribute. Counted by QueueStorage::claim.
@@ -201,14 +207,18 @@ struct EngineMetrics {
 };
 // Distinct kinds awa_job_unknown_kind_total labels before it folds them into "other".
 inline constexpr std::size_t kUnknownKindLabels = 20;
-// Registers them on first call.
+// The engine's families in `registry`, registered there on the first call for it. Lives as
+// long as the registry.
+EngineMetrics& engine_metrics(Registry& registry);
+// engine_metrics(default_registry()).
 EngineMetrics& engine();
 
 // Sets queue_available and queue_lag for every lane of each queue, exact at the time of
 // the call (as Admin::queue_shards). One statement on `conn`; its cost grows with the
 // available rows of the queues (one index entry each).
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
-                          const std::vector<std::string>& queues);
+                          const std::vector<std::string>& queues,
+                          Registry& registry = default_registry());
 
 // Where a Server listens, parsed from the text an operator writes (`awa work
 // --metrics-addr`). Loopback unless told otherwise: a metrics endpoint shows queue names

@@ -63,6 +63,10 @@
 
 namespace awa {
 
+namespace metrics {
+class Registry;
+}  // namespace metrics
+
 namespace detail {
 struct StorageAccess;
 }  // namespace detail
@@ -76,6 +80,10 @@ struct StorageOptions {
   // call, and enqueues inside a caller's transaction are routed at commit with the count
   // of that moment). Zero reads it on every call. Default: 2 s.
   std::chrono::milliseconds shard_count_ttl{2000};
+  // Where this store counts what it enqueues, claims and completes (the engine's metric
+  // families, awa/metrics.hpp); must outlive the store. Default (null):
+  // metrics::default_registry().
+  metrics::Registry* metrics = nullptr;
 };
 
 class QueueStorage {

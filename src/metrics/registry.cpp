@@ -187,6 +187,9 @@ struct Registry::Impl {
                              std::unique_ptr<Family<Histogram>>>;
   mutable std::shared_mutex mu;
   std::vector<Entry> families;  // guarded by mu; in registration order
+  // The engine's families in this registry (engine_metrics), made once.
+  std::once_flag engine_once;
+  std::unique_ptr<EngineMetrics> engine;
 
   // The family registered under `name` as a Family<Metric> with these labels; nullptr when
   // there is none. Throws when the name is taken by another type or label set.
@@ -286,10 +289,11 @@ Registry& default_registry() {
   return *registry;
 }
 
-EngineMetrics& engine() {
-  static EngineMetrics* const m = [] {
-    auto& r = default_registry();
-    return new EngineMetrics{
+EngineMetrics& engine() { return engine_metrics(default_registry()); }
+
+EngineMetrics& engine_metrics(Registry& r) {
+  std::call_once(r.impl_->engine_once, [&r] {
+    r.impl_->engine.reset(new EngineMetrics{
         r.counter("awa_job_claimed_total", "Jobs claimed, by queue and enqueue shard.",
                   {"queue", "awa_enqueue_shard"}),
         r.counter("awa_job_enqueued_total", "Jobs enqueued.", {"queue"}),
@@ -334,9 +338,9 @@ EngineMetrics& engine() {
                   "(read-only after a fail-over, database dropped, function missing or "
                   "ambiguous, feature refused); the rows are kept and retried. Needs an operator.",
                   {"sqlstate"}),
-    };
-  }();
-  return *m;
+    });
+  });
+  return *r.impl_->engine;
 }
 
 }  // namespace awa::metrics

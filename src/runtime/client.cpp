@@ -20,6 +20,13 @@ namespace {
 // its next poll).
 constexpr std::chrono::milliseconds kWakeAcquireTimeout{1000};
 
+StorageOptions storage_options(const ClientOptions& o) {
+  StorageOptions s;
+  s.schema = o.schema;
+  s.metrics = o.metrics_registry;
+  return s;
+}
+
 std::string random_token() {
   std::random_device rd;
   const std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -33,7 +40,7 @@ Client::Impl::Impl(ClientOptions o)
       pool_(std::make_unique<pg::Pool>(connect_options(), options_.pool_size)),
       completion_pool_(std::make_unique<pg::Pool>(
           connect_options(), static_cast<std::size_t>(std::max(1, options_.completion_writers)))),
-      store_(std::make_unique<QueueStorage>(StorageOptions{options_.schema})),
+      store_(std::make_unique<QueueStorage>(storage_options(options_))),
       wake_sql_(sql::file("queries/runtime/wake.sql")),
       token_(random_token()) {
   sql::quote_schema(options_.schema);  // InvalidArgument for a bad name, before start()
@@ -77,8 +84,9 @@ void Client::Impl::add_queue(QueueConfig config) {
   }
   auto q = std::make_unique<QueueState>();
   q->channel = notify_channel(config.name);
-  q->running_gauge = &metrics::engine().jobs_running.with({config.name});
-  q->prefetched_gauge = &metrics::engine().jobs_prefetched.with({config.name});
+  auto& m = storage::engine_metrics(*store_);
+  q->running_gauge = &m.jobs_running.with({config.name});
+  q->prefetched_gauge = &m.jobs_prefetched.with({config.name});
   q->config = std::move(config);
   queues_.push_back(std::move(q));
 }

@@ -149,7 +149,7 @@ void CompletionBatcher::drop(std::size_t rows, const std::exception& e) {
 bool CompletionBatcher::hold(std::size_t rows, const Error& e, int attempt,
                              std::chrono::milliseconds backoff,
                              std::optional<std::chrono::steady_clock::time_point>& drain_give_up) {
-  metrics::engine().completion_flush_server_errors.with({e.sqlstate()}).inc();
+  storage::engine_metrics(store_).completion_flush_server_errors.with({e.sqlstate()}).inc();
   const auto now = std::chrono::steady_clock::now();
   bool alarm = false;
   {

@@ -78,7 +78,7 @@ std::optional<milliseconds> Client::Impl::limited_wait(QueueState& q, pg::Connec
   }
   if (!read_limits(q, conn, sql)) return std::nullopt;
   std::lock_guard lock(mu_);
-  metrics::engine()
+  storage::engine_metrics(*store_)
       .claims_limited
       .with({q.config.name, q.max_rate && q.global_max_workers ? "rate+concurrency"
                             : q.max_rate                       ? "rate"
@@ -308,7 +308,9 @@ void Client::Impl::release_prefetched() {
       const int n = storage::consumer(*store_).release(*conn, entries,
                                                        "released unstarted: the worker stopped");
       released_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-      metrics::engine().job_released.with({q->config.name}).inc(static_cast<std::uint64_t>(n));
+      storage::engine_metrics(*store_)
+          .job_released.with({q->config.name})
+          .inc(static_cast<std::uint64_t>(n));
       spdlog::info("queue {}: handed back {} prefetched jobs", q->config.name, n);
     } catch (const std::exception& e) {
       // Their attempts stay open: rescue retries them after stale_after (at-least-once).

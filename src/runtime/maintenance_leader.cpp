@@ -284,12 +284,12 @@ void MaintenanceLeader::periodic(awa::Connection& conn) {
       // The schedule is not advanced: it is tried again next round (after the healthy
       // ones), and last_error shows in `awa cron list`.
       periodic_failed_.fetch_add(1, std::memory_order_relaxed);
-      metrics::engine().periodic_fires.with({f.name, "failed"}).inc();
+      storage::engine_metrics(store_).periodic_fires.with({f.name, "failed"}).inc();
       spdlog::warn("maintenance: periodic job {} (occurrence {}) not enqueued: {}", f.name,
                    f.occurrence.value_or("?"), *f.error);
     } else {
       ++jobs;
-      metrics::engine().periodic_fires.with({f.name, "enqueued"}).inc();
+      storage::engine_metrics(store_).periodic_fires.with({f.name, "enqueued"}).inc();
     }
   }
   if (jobs > 0) {
@@ -306,8 +306,9 @@ void MaintenanceLeader::gauges(awa::Connection& conn) {
     return;
   last_gauges_ = now;
   try {
-    for (auto& lane : metrics::refresh_lane_gauges(pg::native(conn), options_.schema, std::nullopt,
-                                                   options_.gauges_cap))
+    for (auto& lane :
+         metrics::refresh_lane_gauges(storage::engine_metrics(store_), pg::native(conn),
+                                      options_.schema, std::nullopt, options_.gauges_cap))
       gauge_lanes_.insert(std::move(lane));
     gauges_failing_ = false;
   } catch (const Error& e) {
@@ -319,7 +320,8 @@ void MaintenanceLeader::gauges(awa::Connection& conn) {
 }
 
 void MaintenanceLeader::drop_gauges() {
-  metrics::zero_lane_gauges({gauge_lanes_.begin(), gauge_lanes_.end()});
+  metrics::zero_lane_gauges(storage::engine_metrics(store_),
+                            {gauge_lanes_.begin(), gauge_lanes_.end()});
   gauge_lanes_.clear();
   last_gauges_ = {};  // a new leadership refreshes at once
 }

@@ -26,7 +26,7 @@
 // storage/periodic.hpp; docs/scheduling.md), then the rings (below), then, at most once per purge
 // interval, purge the DLQ and forget runtime instances not seen for instance_retention.
 // Every gauges_interval the leader also sets the per-lane gauges of every queue of the
-// schema (awa_queue_lag, awa_queue_available on /metrics; metrics/queue_gauges.hpp) in
+// schema (awa_queue_lag, awa_queue_available on /metrics; storage/queue_gauges.hpp) in
 // one statement whose cost is bounded by gauges_cap rows per lane; only the leader does,
 // so N workers do not multiply the cost. A process that loses the leadership (or stops)
 // sets the series it wrote to 0, so summing them over processes counts each lane once.
@@ -66,7 +66,7 @@
 
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
-#include "metrics/queue_gauges.hpp"
+#include "storage/queue_gauges.hpp"
 #include "pg/connection.hpp"
 
 namespace awa::runtime {

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "storage/store_access.hpp"
+
 namespace awa {
 namespace {
 
@@ -78,7 +80,7 @@ void Client::Impl::run_job(Job& job) {
   const auto it = handlers_.find(job.kind());
   if (it == handlers_.end()) {
     const auto delay = unknown_kind_delay(job.entry());
-    metrics::engine().job_unknown_kind.with({job.queue(), job.kind()}).inc();
+    storage::engine_metrics(*store_).job_unknown_kind.with({job.queue(), job.kind()}).inc();
     spdlog::warn("job {}: no worker registered for kind {} in {}; back to queue {} in {} ms",
                  job.job_id(), job.kind(), options_.application_name, job.queue(), delay.count());
     // The message lands in the attempt history (attempt_outcomes, state 'snoozed').

@@ -94,8 +94,9 @@ std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random) {
       static_cast<std::int64_t>(static_cast<double>(base.count()) * factor));
 }
 
-Consumer::Consumer(const std::string& quoted_schema)
-    : claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
+Consumer::Consumer(const std::string& quoted_schema, metrics::EngineMetrics& metrics)
+    : metrics_(metrics),
+      claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       release_sql_(sql::render(sql::file("queries/consume/release.sql"), quoted_schema)),
@@ -162,7 +163,7 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
   }
   // awa_job_claimed_total{queue, awa_enqueue_shard}: AWA's ADR-025 awa.job.claimed with its
   // shard attribute. A claim reads one lane, so this is one series lookup per call, not per row.
-  auto& m = metrics::engine();
+  auto& m = metrics_;
   m.claim_duration_seconds.with({queue}).observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::vector<std::pair<int, std::uint64_t>> per_shard;
@@ -226,7 +227,7 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
     results[static_cast<std::size_t>(ord - 1)].state = res.get<std::string>(r, 1);
   }
   // One series lookup per (queue, state) present in the batch, not per row.
-  auto& m = metrics::engine();
+  auto& m = metrics_;
   m.completion_flush_seconds.with({}).observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::map<std::pair<std::string_view, std::string_view>, std::uint64_t> per_state;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "awa/job.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 
@@ -24,7 +25,8 @@ std::chrono::milliseconds retry_backoff(int attempt, std::uint64_t random);
 
 class Consumer {
  public:
-  explicit Consumer(const std::string& quoted_schema);
+  // Counts into `metrics` (its registry must outlive the consumer).
+  Consumer(const std::string& quoted_schema, metrics::EngineMetrics& metrics);
 
   std::vector<ClaimedEntry> claim(pg::Connection& conn, const std::string& queue,
                                   const QueueStorage::ClaimOptions& options = {}) const;
@@ -43,6 +45,7 @@ class Consumer {
                                       bool park) const;
 
  private:
+  metrics::EngineMetrics& metrics_;
   std::string claim_sql_;
   std::string complete_sql_;
   std::string promote_sql_;

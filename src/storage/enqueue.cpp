@@ -261,7 +261,7 @@ void QueueStorage::Impl::count_enqueued(const Plan& p, std::span<const NewJob> j
   std::map<std::string_view, std::uint64_t> per_queue;
   for (const auto& lane : p.lanes) per_queue[lane.key.queue] += lane.rows.size();
   for (const auto i : p.deferred) ++per_queue[jobs[i].opts.queue];
-  auto& family = metrics::engine().job_enqueued;
+  auto& family = metrics.job_enqueued;
   for (const auto& [queue, n] : per_queue) family.with({queue}).inc(n);
 }
 
@@ -326,7 +326,7 @@ std::vector<JobId> QueueStorage::Impl::insert_staged(pg::Connection& conn,
   }
   std::map<std::string_view, std::uint64_t> per_queue;
   for (const auto& j : jobs) ++per_queue[j.opts.queue];
-  auto& family = metrics::engine().job_enqueued;
+  auto& family = metrics.job_enqueued;
   for (const auto& [queue, n] : per_queue) family.with({queue}).inc(n);
   return ids;
 }

@@ -20,6 +20,7 @@
 
 #include "awa/error.hpp"
 #include "awa/job.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/params.hpp"
@@ -180,6 +181,7 @@ struct QueueStorage::Impl {
 
   StorageOptions options;
   std::string quoted;
+  metrics::EngineMetrics& metrics;  // options.metrics' families, or the default registry's
   storage::Consumer consumer;
   storage::UniqueInserter unique;
   storage::OneJobInserter one;

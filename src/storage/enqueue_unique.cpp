@@ -26,8 +26,9 @@ std::string unique_json(const UniqueOpts& unique) {
   return j.dump();
 }
 
-UniqueInserter::UniqueInserter(const std::string& quoted_schema)
-    : sql_(sql::render(sql::file("queries/enqueue/insert_unique.sql"), quoted_schema)),
+UniqueInserter::UniqueInserter(const std::string& quoted_schema, metrics::EngineMetrics& metrics)
+    : metrics_(metrics),
+      sql_(sql::render(sql::file("queries/enqueue/insert_unique.sql"), quoted_schema)),
       claim_keys_sql_(
           sql::render(sql::file("queries/enqueue/claim_unique_keys.sql"), quoted_schema)),
       set_holders_sql_(
@@ -45,7 +46,7 @@ InsertResult UniqueInserter::insert(pg::Connection& conn, const NewJob& job) con
   const auto res = conn.exec_cached(sql_, p);
   InsertResult r{res.get<std::int64_t>(0, 0), res.get<bool>(0, 1)};
   // awa_job_enqueued_total counts jobs written; a duplicate wrote nothing.
-  if (!r.duplicate) metrics::engine().job_enqueued.with({o.queue}).inc(1);
+  if (!r.duplicate) metrics_.job_enqueued.with({o.queue}).inc(1);
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "awa/job.hpp"
+#include "awa/metrics.hpp"
 #include "pg/connection.hpp"
 
 namespace awa::storage {
@@ -24,7 +25,8 @@ std::string unique_json(const UniqueOpts& unique);
 
 class UniqueInserter {
  public:
-  explicit UniqueInserter(const std::string& quoted_schema);
+  // Counts into `metrics` (its registry must outlive the inserter).
+  UniqueInserter(const std::string& quoted_schema, metrics::EngineMetrics& metrics);
   // REQUIRES: job.opts.unique is set and job passed validate_job. Runs in the caller's
   // transaction, or as one self-committing statement.
   InsertResult insert(pg::Connection& conn, const NewJob& job) const;
@@ -34,6 +36,7 @@ class UniqueInserter {
   const std::string& set_holders_sql() const { return set_holders_sql_; }
 
  private:
+  metrics::EngineMetrics& metrics_;
   std::string sql_;
   std::string claim_keys_sql_;
   std::string set_holders_sql_;

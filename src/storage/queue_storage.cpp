@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
@@ -19,8 +20,10 @@ namespace awa {
 QueueStorage::Impl::Impl(StorageOptions o)
     : options(std::move(o)),
       quoted(sql::quote_schema(options.schema)),
-      consumer(quoted),
-      unique(quoted),
+      metrics(metrics::engine_metrics(options.metrics != nullptr ? *options.metrics
+                                                                 : metrics::default_registry())),
+      consumer(quoted, metrics),
+      unique(quoted, metrics),
       one(quoted) {
   const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
   insert_lane = r("queries/enqueue/insert_lane.sql");
@@ -104,6 +107,9 @@ int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string&
   return out.at(queue);
 }
 Consumer& consumer(QueueStorage& store) { return detail::StorageAccess::impl(store).consumer; }
+metrics::EngineMetrics& engine_metrics(QueueStorage& store) {
+  return detail::StorageAccess::impl(store).metrics;
+}
 
 }  // namespace storage
 

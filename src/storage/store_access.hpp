@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "storage/consume.hpp"
@@ -24,5 +25,8 @@ std::vector<InsertResult> insert_results(QueueStorage& store, pg::Connection& co
 int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue);
 // claim, complete, heartbeat, release, rescue, promote_due on an internal connection.
 Consumer& consumer(QueueStorage& store);
+// The engine's metric families the store counts into (StorageOptions::metrics): the
+// runtime built on the store counts into the same registry.
+metrics::EngineMetrics& engine_metrics(QueueStorage& store);
 
 }  // namespace awa::storage

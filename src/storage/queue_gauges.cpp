@@ -1,4 +1,4 @@
-#include "metrics/queue_gauges.hpp"
+#include "storage/queue_gauges.hpp"
 
 #include <string>
 
@@ -9,7 +9,8 @@
 
 namespace awa::metrics {
 
-std::vector<LaneLabels> refresh_lane_gauges(pg::Connection& conn, const std::string& schema,
+std::vector<LaneLabels> refresh_lane_gauges(EngineMetrics& m, pg::Connection& conn,
+                                            const std::string& schema,
                                             const std::optional<std::vector<std::string>>& queues,
                                             std::optional<std::int64_t> cap) {
   const auto quoted = sql::quote_schema(schema);
@@ -23,7 +24,6 @@ std::vector<LaneLabels> refresh_lane_gauges(pg::Connection& conn, const std::str
   // refresh is set back to 0 rather than left at a stale value.
   const auto rows = conn.exec(sql::render(sql::file("queries/metrics/lane_gauges.sql"), quoted),
                               pg::make_params(names, cap));
-  auto& m = engine();
   std::vector<LaneLabels> lanes;
   lanes.reserve(static_cast<std::size_t>(rows.rows()));
   for (int r = 0; r < rows.rows(); ++r) {
@@ -37,8 +37,7 @@ std::vector<LaneLabels> refresh_lane_gauges(pg::Connection& conn, const std::str
   return lanes;
 }
 
-void zero_lane_gauges(const std::vector<LaneLabels>& lanes) {
-  auto& m = engine();
+void zero_lane_gauges(EngineMetrics& m, const std::vector<LaneLabels>& lanes) {
   for (const auto& l : lanes) {
     m.queue_lag.with({l[0], l[1], l[2]}).set(0.0);
     m.queue_available.with({l[0], l[1], l[2]}).set(0.0);
@@ -46,8 +45,8 @@ void zero_lane_gauges(const std::vector<LaneLabels>& lanes) {
 }
 
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
-                          const std::vector<std::string>& queues) {
-  refresh_lane_gauges(pg::native(conn), schema, queues, std::nullopt);
+                          const std::vector<std::string>& queues, Registry& registry) {
+  refresh_lane_gauges(engine_metrics(registry), pg::native(conn), schema, queues, std::nullopt);
 }
 
 }  // namespace awa::metrics

@@ -1,0 +1,64 @@
+// Two awa::Clients in one process, each given its own metrics registry
+// (ClientOptions::metrics_registry), keep their own counters: what one claims, completes
+// and enqueues never shows in the other's registry or in the process-wide default one.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "awa/client.hpp"
+#include "awa/metrics.hpp"
+#include "runtime_support.hpp"
+
+namespace awa::testing {
+namespace {
+
+class MetricsRegistryTest : public RuntimeTest {};
+
+TEST_F(MetricsRegistryTest, TwoClientsWithTheirOwnRegistriesKeepTheirOwnCounters) {
+  metrics::Registry a_registry;
+  metrics::Registry b_registry;
+  auto& a = metrics::engine_metrics(a_registry);
+  auto& b = metrics::engine_metrics(b_registry);
+  // Unique queue names: the default registry is shared by every test of this process.
+  const std::string qa = schema_ + "_a";
+  const std::string qb = schema_ + "_b";
+  const auto default_before = metrics::engine().job_completed.with({qa, "completed"}).value();
+
+  auto oa = options();
+  oa.metrics_registry = &a_registry;
+  auto ob = options();
+  ob.metrics_registry = &b_registry;
+  Client ca(oa);
+  Client cb(ob);
+  ca.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
+  cb.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
+  ca.add_queue(queue(qa, 2));
+  cb.add_queue(queue(qb, 2));
+  ca.start();
+  cb.start();
+  InsertOpts o;
+  o.queue = qa;
+  for (int i = 0; i < 3; ++i) ca.insert(NewJob("noop", nlohmann::json::object(), o));
+  o.queue = qb;
+  for (int i = 0; i < 5; ++i) cb.insert(NewJob("noop", nlohmann::json::object(), o));
+  ASSERT_TRUE(eventually([&] { return ca.stats().completed == 3 && cb.stats().completed == 5; },
+                         std::chrono::seconds(30), std::chrono::milliseconds(20)));
+  ca.stop();
+  cb.stop();
+
+  EXPECT_EQ(a.job_enqueued.with({qa}).value(), 3u);
+  EXPECT_EQ(a.job_completed.with({qa, "completed"}).value(), 3u);
+  EXPECT_EQ(a.job_claimed.with({qa, "0"}).value(), 3u);
+  EXPECT_EQ(b.job_enqueued.with({qb}).value(), 5u);
+  EXPECT_EQ(b.job_completed.with({qb, "completed"}).value(), 5u);
+  // Nothing crossed over, and nothing went to the default registry.
+  EXPECT_EQ(a.job_completed.with({qb, "completed"}).value(), 0u);
+  EXPECT_EQ(b.job_completed.with({qa, "completed"}).value(), 0u);
+  EXPECT_EQ(metrics::engine().job_completed.with({qa, "completed"}).value(), default_before);
+  // Each registry exposes its own families.
+  EXPECT_NE(a_registry.expose().find("awa_job_completed_total{queue=\"" + qa), std::string::npos);
+  EXPECT_EQ(a_registry.expose().find("queue=\"" + qb), std::string::npos);
+}
+
+}  // namespace
+}  // namespace awa::testing
