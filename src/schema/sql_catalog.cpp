@@ -7,7 +7,9 @@
 
 namespace awa::sql {
 
-std::string_view file(std::string_view name) {
+std::string_view file(SqlName name) { return file_named(name.view()); }
+
+std::string_view file_named(std::string_view name) {
   const auto files = all_files();
   const auto it = std::lower_bound(files.begin(), files.end(), name,
                                    [](const SqlFile& f, std::string_view n) { return f.name < n; });
@@ -52,10 +54,8 @@ std::string quote_schema(std::string_view schema) {
   return quoted;
 }
 
-std::string query(std::string_view folder, std::string_view name, std::string_view quoted_schema) {
-  std::string path = "queries/";
-  path.append(folder).append("/").append(name).append(".sql");
-  return render(file(path), quoted_schema);
+std::string query(SqlName name, std::string_view quoted_schema) {
+  return render(file(name), quoted_schema);
 }
 
 }  // namespace awa::sql

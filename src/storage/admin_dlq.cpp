@@ -52,7 +52,7 @@ std::vector<DlqEntry> Admin::list_dlq(Connection& conn, const DlqFilter& filter)
     throw InvalidArgument(fmt::format("limit {} is outside 1..10000", filter.limit));
   }
   const auto res =
-      pg::native(conn).exec(sql::query("admin", "list_dlq", quoted_),
+      pg::native(conn).exec(sql::query("queries/admin/list_dlq.sql", quoted_),
                             pg::make_params(filter.id, filter.queue, filter.kind,
                                             interval(filter.older_than), filter.limit));
   std::vector<DlqEntry> out;
@@ -78,7 +78,7 @@ std::vector<DlqEntry> Admin::list_dlq(Connection& conn, const DlqFilter& filter)
 }
 
 std::vector<std::pair<std::string, std::int64_t>> Admin::dlq_depth(Connection& conn) const {
-  const auto res = pg::native(conn).exec(sql::query("admin", "dlq_depth", quoted_));
+  const auto res = pg::native(conn).exec(sql::query("queries/admin/dlq_depth.sql", quoted_));
   std::vector<std::pair<std::string, std::int64_t>> out;
   out.reserve(static_cast<std::size_t>(res.rows()));
   for (int r = 0; r < res.rows(); ++r) {
@@ -90,7 +90,7 @@ std::vector<std::pair<std::string, std::int64_t>> Admin::dlq_depth(Connection& c
 std::vector<JobId> Admin::retry_dlq(Connection& conn, const DlqFilter& filter) const {
   validate_filter(filter);
   require_selection(filter, "retry");
-  const auto res = pg::native(conn).exec(sql::query("admin", "retry_dlq", quoted_),
+  const auto res = pg::native(conn).exec(sql::query("queries/admin/retry_dlq.sql", quoted_),
                                          pg::make_params(filter.id, filter.queue, filter.kind,
                                                          interval(filter.older_than), filter.all));
   std::vector<JobId> ids;
@@ -103,7 +103,7 @@ std::int64_t Admin::purge_dlq(Connection& conn, const DlqFilter& filter) const {
   validate_filter(filter);
   require_selection(filter, "purge");
   return pg::native(conn)
-      .exec(sql::query("admin", "purge_dlq_selected", quoted_),
+      .exec(sql::query("queries/admin/purge_dlq_selected.sql", quoted_),
             pg::make_params(filter.id, filter.queue, filter.kind, interval(filter.older_than),
                             filter.all))
       .get<std::int64_t>(0, 0);

@@ -72,7 +72,7 @@ std::vector<JobSummary> Admin::list_jobs(Connection& conn, const JobFilter& filt
   if (filter.queue) storage::validate_queue_name(*filter.queue);
   if (filter.kind) validate_kind_filter(*filter.kind);
   const auto res = pg::native(conn).exec(
-      sql::query("admin", "list_jobs", quoted_),
+      sql::query("queries/admin/list_jobs.sql", quoted_),
       pg::make_params(filter.queue, filter.state, filter.kind, filter.after, filter.limit));
   std::vector<JobSummary> out;
   out.reserve(static_cast<std::size_t>(res.rows()));
@@ -94,8 +94,8 @@ std::vector<JobSummary> Admin::list_jobs(Connection& conn, const JobFilter& filt
 }
 
 std::optional<JobDetail> Admin::job(Connection& conn, JobId id) const {
-  const auto res =
-      pg::native(conn).exec(sql::query("admin", "job_detail", quoted_), pg::make_params(id));
+  const auto res = pg::native(conn).exec(sql::query("queries/admin/job_detail.sql", quoted_),
+                                         pg::make_params(id));
   if (res.rows() == 0) return std::nullopt;
   JobDetail d;
   JobSummary& s = d.summary;
@@ -135,8 +135,8 @@ std::optional<JobDetail> Admin::job(Connection& conn, JobId id) const {
 }
 
 JobAction Admin::retry_job(Connection& conn, JobId id) const {
-  return action(
-      id, pg::native(conn).exec(sql::query("admin", "retry_job", quoted_), pg::make_params(id)));
+  return action(id, pg::native(conn).exec(sql::query("queries/admin/retry_job.sql", quoted_),
+                                          pg::make_params(id)));
 }
 
 std::vector<JobId> Admin::retry_failed(Connection& conn, const std::optional<std::string>& queue,
@@ -146,7 +146,7 @@ std::vector<JobId> Admin::retry_failed(Connection& conn, const std::optional<std
   }
   if (queue) storage::validate_queue_name(*queue);
   if (kind) validate_kind_filter(*kind);
-  const auto res = pg::native(conn).exec(sql::query("admin", "retry_failed", quoted_),
+  const auto res = pg::native(conn).exec(sql::query("queries/admin/retry_failed.sql", quoted_),
                                          pg::make_params(queue, kind));
   std::vector<JobId> ids;
   ids.reserve(static_cast<std::size_t>(res.rows()));
@@ -156,13 +156,13 @@ std::vector<JobId> Admin::retry_failed(Connection& conn, const std::optional<std
 
 JobAction Admin::set_job_priority(Connection& conn, JobId id, int priority) const {
   validate_priority(priority);
-  return action(id, pg::native(conn).exec(sql::query("admin", "set_job_priority", quoted_),
+  return action(id, pg::native(conn).exec(sql::query("queries/admin/set_job_priority.sql", quoted_),
                                           pg::make_params(id, priority)));
 }
 
 JobAction Admin::move_job(Connection& conn, JobId id, const std::string& destination) const {
   storage::validate_queue_name(destination);
-  return action(id, pg::native(conn).exec(sql::query("admin", "move_job", quoted_),
+  return action(id, pg::native(conn).exec(sql::query("queries/admin/move_job.sql", quoted_),
                                           pg::make_params(id, destination)));
 }
 
@@ -171,7 +171,7 @@ int Admin::age_waiting_priorities(Connection& conn, const std::string& queue,
   storage::validate_queue_name(queue);
   if (aging.count() <= 0) throw InvalidArgument("the aging interval must be positive");
   return pg::native(conn)
-      .exec(sql::query("admin", "age_priorities", quoted_),
+      .exec(sql::query("queries/admin/age_priorities.sql", quoted_),
             pg::make_params(queue, std::to_string(aging.count()) + " milliseconds"))
       .get<int>(0, 0);
 }

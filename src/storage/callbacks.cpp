@@ -51,7 +51,7 @@ CallbackResult resolve(const std::string& quoted, Connection& conn, const std::s
   std::optional<std::string> stored;
   if (error) stored = storage::storable_text(*error, storage::kMaxErrorBytes);
   const auto res =
-      pg::native(conn).exec(sql::query("admin", "resolve_callback", quoted),
+      pg::native(conn).exec(sql::query("queries/admin/resolve_callback.sql", quoted),
                             pg::make_params(id, std::string(outcome), stored, result_json));
   CallbackResult r;
   if (res.rows() > 0) {
@@ -108,8 +108,9 @@ std::optional<JobId> Admin::heartbeat_external(
   if (timeout) validate_timeout(*timeout);
   std::optional<std::string> iv;
   if (timeout) iv = storage::interval(*timeout);
-  const auto res = pg::native(conn).exec(sql::query("admin", "heartbeat_callback", quoted_),
-                                         pg::make_params(callback_id, iv));
+  const auto res =
+      pg::native(conn).exec(sql::query("queries/admin/heartbeat_callback.sql", quoted_),
+                            pg::make_params(callback_id, iv));
   return res.get_opt<std::int64_t>(0, 0);
 }
 

@@ -47,7 +47,7 @@ NewJob as_new_job(const PeriodicJob& job) {
 // CLI does not print it for InvalidArgument.
 PeriodicUpsert upsert(pg::Connection& conn, const std::string& quoted, const PeriodicJob& job,
                       const storage::CronSpec& spec, const char* source) {
-  const std::string sql = sql::query("periodic", "upsert", quoted);
+  const std::string sql = sql::query("queries/periodic/upsert.sql", quoted);
   try {
     const auto res = conn.exec(
         sql,
@@ -107,8 +107,8 @@ std::vector<PeriodicUpsert> PeriodicAdmin::declare(Connection& conn,
 }
 
 std::vector<PeriodicSchedule> PeriodicAdmin::list(Connection& conn, bool stale_only) const {
-  const auto res =
-      pg::native(conn).exec(sql::query("periodic", "list", quoted_), pg::make_params(stale_only));
+  const auto res = pg::native(conn).exec(sql::query("queries/periodic/list.sql", quoted_),
+                                         pg::make_params(stale_only));
   std::vector<PeriodicSchedule> out;
   out.reserve(static_cast<std::size_t>(res.rows()));
   for (int r = 0; r < res.rows(); ++r) {
@@ -142,25 +142,25 @@ std::vector<PeriodicSchedule> PeriodicAdmin::list(Connection& conn, bool stale_o
 
 bool PeriodicAdmin::pause(Connection& conn, const std::string& name) const {
   return pg::native(conn)
-      .exec(sql::query("periodic", "set_paused", quoted_), pg::make_params(name, true))
+      .exec(sql::query("queries/periodic/set_paused.sql", quoted_), pg::make_params(name, true))
       .get<bool>(0, 0);
 }
 
 bool PeriodicAdmin::resume(Connection& conn, const std::string& name) const {
   return pg::native(conn)
-      .exec(sql::query("periodic", "set_paused", quoted_), pg::make_params(name, false))
+      .exec(sql::query("queries/periodic/set_paused.sql", quoted_), pg::make_params(name, false))
       .get<bool>(0, 0);
 }
 
 std::optional<JobId> PeriodicAdmin::trigger(Connection& conn, const std::string& name) const {
   return pg::native(conn)
-      .exec(sql::query("periodic", "trigger", quoted_), pg::make_params(name))
+      .exec(sql::query("queries/periodic/trigger.sql", quoted_), pg::make_params(name))
       .get_opt<std::int64_t>(0, 0);
 }
 
 bool PeriodicAdmin::remove(Connection& conn, const std::string& name) const {
   return pg::native(conn)
-             .exec(sql::query("periodic", "remove", quoted_), pg::make_params(name))
+             .exec(sql::query("queries/periodic/remove.sql", quoted_), pg::make_params(name))
              .rows() > 0;
 }
 
@@ -170,7 +170,7 @@ namespace awa::storage {
 
 std::vector<PeriodicFire> fire_due_periodic(pg::Connection& conn, const std::string& schema,
                                             int limit, int catch_up_limit) {
-  const auto res = conn.exec(sql::query("periodic", "fire_due", sql::quote_schema(schema)),
+  const auto res = conn.exec(sql::query("queries/periodic/fire_due.sql", sql::quote_schema(schema)),
                              pg::make_params(limit, catch_up_limit));
   std::vector<PeriodicFire> out;
   out.reserve(static_cast<std::size_t>(res.rows()));

@@ -25,7 +25,7 @@ QueueStorage::Impl::Impl(StorageOptions o)
       consumer(quoted, metrics),
       unique(quoted, metrics),
       one(quoted) {
-  const auto r = [this](std::string_view name) { return sql::render(sql::file(name), quoted); };
+  const auto r = [this](sql::SqlName name) { return sql::render(sql::file(name), quoted); };
   insert_lane = r("queries/enqueue/insert_lane.sql");
   reserve_lane = r("queries/enqueue/reserve_lane.sql");
   copy_ready = r("queries/enqueue/copy_ready.sql");

@@ -41,7 +41,7 @@ RolesReport Admin::setup_roles(Connection& conn, std::string_view prefix) const 
   const std::string names[] = {p + "_producer", p + "_worker", p + "_admin"};
   // Validated above: plain lower-case identifiers, and never keywords given the suffixes.
   const auto render = [&](std::string_view file) {
-    std::string text = sql::render(sql::file(file), quoted_);
+    std::string text = sql::render(sql::file_named(file), quoted_);
     replace_all(text, "{producer}", names[0]);
     replace_all(text, "{worker}", names[1]);
     replace_all(text, "{admin}", names[2]);

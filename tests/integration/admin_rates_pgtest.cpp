@@ -237,7 +237,7 @@ TEST_F(AdminRatesTest, WindowScansCanUseTheTimeIndexes) {
   conn().exec("SET enable_seqscan = off");
   const auto plan = [&](const std::string& file, const pg::Params& params) {
     const auto res =
-        conn().exec("EXPLAIN " + sql::render(sql::file(file), quoted_schema()), params);
+        conn().exec("EXPLAIN " + sql::render(sql::file_named(file), quoted_schema()), params);
     std::string text;
     for (int r = 0; r < res.rows(); ++r) text += res.get<std::string>(r, 0) + "\n";
     return text;

@@ -38,7 +38,7 @@ TEST(SqlCatalogTest, RenderReplacesEverySchemaToken) {
 }
 
 TEST(SqlCatalogTest, UnknownFileIsAnError) {
-  EXPECT_THROW(sql::file("queries/does_not_exist.sql"), Error);
+  EXPECT_THROW(sql::file_named("queries/does_not_exist.sql"), Error);
   EXPECT_FALSE(sql::file("queries/enqueue/insert_lane.sql").empty());
 }
 
