@@ -35,8 +35,8 @@
 #include "awa/metrics.hpp"
 #include "awa/migrate.hpp"
 #include "awa/periodic.hpp"
-#include "cli.hpp"
 #include "awa/serve.hpp"
+#include "cli.hpp"
 
 namespace awa::cli {
 namespace {
@@ -112,6 +112,7 @@ class ParkedCallbacks {
 // per-shard claims have something to show.
 void trickle(Client& client, const Admin& admin, Connection& conn, ParkedCallbacks& parked,
              const std::atomic<bool>& stop) {
+  int answered = 0;
   for (int round = 0; !stop.load(); ++round) {
     std::vector<NewJob> batch;
     for (int i = 0; i < 10; ++i) {
@@ -129,13 +130,14 @@ void trickle(Client& client, const Admin& admin, Connection& conn, ParkedCallbac
       batch.emplace_back("await_approval", nlohmann::json{{"order", round}}, o);
     }
     client.insert_many(batch);
-    int answered = 0;
     for (const auto& id : parked.take_older_than(std::chrono::seconds(8))) {
-      if (++answered % 3 == 0) {
-        admin.fail_external(conn, id, "demo: approval refused");
-      } else {
-        admin.complete_external(conn, id, nlohmann::json{{"approved", true}}.dump());
-      }
+      const bool refuse = ++answered % 3 == 0;
+      const auto r =
+          refuse ? admin.fail_external(conn, id, "demo: approval refused")
+                 : admin.complete_external(conn, id, nlohmann::json{{"approved", true}}.dump());
+      fmt::print("callback {} {}: job {}\n", id, refuse ? "refused" : "approved",
+                 r.stale() ? "stale" : r.state);
+      std::fflush(stdout);
     }
     for (int t = 0; t < 5 && !stop.load(); ++t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

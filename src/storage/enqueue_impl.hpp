@@ -137,7 +137,7 @@ struct QueueStorage::Impl {
 
   // awa_job_enqueued_total, once the rows are written: one series lookup per queue in the
   // call, not per row. Scheduled rows count as enqueued too.
-  static void count_enqueued(const Plan& p, std::span<const NewJob> jobs);
+  void count_enqueued(const Plan& p, std::span<const NewJob> jobs);
 
   // reserve_lane_range created the lane: a first enqueue to it, or (for a lane the cache
   // knew) one whose creation had rolled back. Lanes are never created ahead of their

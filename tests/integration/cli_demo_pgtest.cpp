@@ -115,7 +115,9 @@ TEST_F(CliDemoTest, TrickleAloneKeepsEveryKindOfWorkMoving) {
   EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "waiting").empty(); },
                          std::chrono::seconds(60), std::chrono::milliseconds(200)));
   EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "completed").empty(); },
-                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+                         std::chrono::seconds(60), std::chrono::milliseconds(200)))
+      << demo.log();
+  EXPECT_THAT(demo.log(), HasSubstr("approved: job completed"));
   EXPECT_EQ(demo.terminate(std::chrono::seconds(60), SIGTERM), 0) << demo.log();
   EXPECT_THAT(demo.log(), HasSubstr("SIGTERM received"));
 }

@@ -46,18 +46,18 @@ TEST_F(MetricsRegistryTest, TwoClientsWithTheirOwnRegistriesKeepTheirOwnCounters
   ca.stop();
   cb.stop();
 
+  // Each registry exposes its own series only (read before the lookups below, which
+  // create the series they ask for).
+  EXPECT_NE(a_registry.expose().find("awa_job_completed_total{queue=\"" + qa), std::string::npos);
+  EXPECT_EQ(a_registry.expose().find("queue=\"" + qb), std::string::npos);
+  EXPECT_EQ(b_registry.expose().find("queue=\"" + qa), std::string::npos);
   EXPECT_EQ(a.job_enqueued.with({qa}).value(), 3u);
   EXPECT_EQ(a.job_completed.with({qa, "completed"}).value(), 3u);
   EXPECT_EQ(a.job_claimed.with({qa, "0"}).value(), 3u);
   EXPECT_EQ(b.job_enqueued.with({qb}).value(), 5u);
   EXPECT_EQ(b.job_completed.with({qb, "completed"}).value(), 5u);
-  // Nothing crossed over, and nothing went to the default registry.
-  EXPECT_EQ(a.job_completed.with({qb, "completed"}).value(), 0u);
-  EXPECT_EQ(b.job_completed.with({qa, "completed"}).value(), 0u);
+  // Nothing went to the default registry.
   EXPECT_EQ(metrics::engine().job_completed.with({qa, "completed"}).value(), default_before);
-  // Each registry exposes its own families.
-  EXPECT_NE(a_registry.expose().find("awa_job_completed_total{queue=\"" + qa), std::string::npos);
-  EXPECT_EQ(a_registry.expose().find("queue=\"" + qb), std::string::npos);
 }
 
 }  // namespace
