@@ -40,8 +40,8 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 
 # Only what the demo runs, in a folder of its own: the library and `awa`, Release, as a
 # unity build (a few large translation units parse the third-party headers once each
-# instead of once per file), no tests or benchmarks. About 2.5 minutes on 2 cores, where
-# `make build` (every test and benchmark, with debug information) takes many times that.
+# instead of once per file), no tests or benchmarks: 80 s on 2 cores when nothing else runs,
+# where `make build` (every test and benchmark, with debug information) takes many times that.
 # scripts/quickstart-check builds the library the same way, so CI keeps it compiling.
 DEMO_DIR ?= build-demo
 DEMO_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DAWA_BUILD_TESTS=OFF \
