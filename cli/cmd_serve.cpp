@@ -12,8 +12,8 @@
 
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
-#include "cli.hpp"
 #include "awa/serve.hpp"
+#include "cli.hpp"
 
 namespace awa::cli {
 

@@ -66,8 +66,8 @@
 
 #include "awa/connection.hpp"
 #include "awa/queue_storage.hpp"
-#include "storage/queue_gauges.hpp"
 #include "pg/connection.hpp"
+#include "storage/queue_gauges.hpp"
 
 namespace awa::runtime {
 
