@@ -341,8 +341,8 @@ int set_shards(const Context& ctx, const std::string& queue, int shards) {
   }
   fmt::print("queue {}: enqueue_shards = {}\n", queue, shards);
   fmt::print(
-      "note: running producers keep their cached shard count until they call reset() or "
-      "restart; rows already on other shards keep draining.\n");
+      "note: producers route keyed jobs with the new count at once and unkeyed ones within "
+      "2 s (StorageOptions::shard_count_ttl); rows already on other shards keep draining.\n");
   return 0;
 }
 
@@ -434,7 +434,8 @@ void add_queue(CLI::App& app, Context& ctx) {
                  "claims at once after a quiet spell, 1..1000000 (default: max-rate rounded "
                  "up); 0 clears");
   cf->add_option("--global-max-workers", conf->global_max_workers,
-                 "jobs running at once, all workers of the database together, 1..100000; "
+                 "open attempts at once (running, or waiting for a callback), all workers of "
+                 "the database together, 1..100000; "
                  "0 clears");
   cf->add_flag("--json", *conf_json, "print the settings afterwards as JSON");
   cf->callback([&ctx, conf, conf_json] {

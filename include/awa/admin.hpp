@@ -342,7 +342,9 @@ class Admin {
 
   // Upserts queue_meta.enqueue_shards (docs/operations.md). Outside 1..64 the database's
   // CHECK constraint rejects it: ConstraintViolation with SQLSTATE 23514, nothing changed.
-  // Running producers keep their cached count until QueueStorage::reset() or a restart.
+  // Producers see the new count at once for keyed jobs and for enqueues inside a caller's
+  // transaction (routed at commit); unkeyed self-committing enqueues within
+  // StorageOptions::shard_count_ttl (2 s), or at once after QueueStorage::reset().
   void set_enqueue_shards(Connection& conn, const std::string& queue, int shards) const;
 
   // Every lane of the queue, ordered by (priority, enqueue_shard); empty if the queue has

@@ -163,7 +163,9 @@ struct QueueConfig {
   // unstarted, claimable at once, by stop(). 0: claim only for free workers. Default:
   // 1024 — twice claim_batch, so that with short handlers both claimers' claims are in
   // flight at once (docs/benchmarks.md, "A prefetch bound that lets both claimers claim": 512
-  // left the second one waiting).
+  // left the second one waiting). A queue with a rate or global concurrency limit
+  // prefetches nothing: a prefetched job would hold one of the limit's slots or tokens
+  // while it waits for a worker.
   int max_prefetch = 1024;
   // Claim connections: the first claims when the client's listener routes it a
   // notification of the queue, and polls; the others claim too while the queue is busy, so
@@ -172,9 +174,11 @@ struct QueueConfig {
   int claimers = 2;
   // Fallback poll when no notification arrives. Default: 1 s.
   std::chrono::milliseconds poll_interval{1000};
-  // Hard deadline per attempt; rescued after it. Default: none.
+  // Hard deadline per attempt; rescued after it. Unset: the queue's stored deadline_ms
+  // (awa queue configure --deadline-ms), none when that is unset too.
   std::optional<std::chrono::milliseconds> deadline;
-  // Priority aging interval. Default: none.
+  // Priority aging interval. Unset: the queue's stored priority_aging_ms, none when that is
+  // unset too.
   std::optional<std::chrono::milliseconds> priority_aging;
 };
 
@@ -201,7 +205,9 @@ struct ClientOptions {
   std::chrono::milliseconds heartbeat_interval{30000};
   // An attempt whose heartbeat is older than this is rescued. Default: 90 s.
   std::chrono::milliseconds stale_after{90000};
-  // Maintenance (promotion, rescue, DLQ retention) period on the leader. Default: 1 s.
+  // The maintenance leader's round: promotion, rescue and due periodic jobs each round;
+  // ring rotation and prune every ring_rotate_interval; DLQ retention, expired instances
+  // and the unique-key sweep at most once a minute. Default: 1 s.
   std::chrono::milliseconds maintenance_interval{1000};
   // Dead letters older than this are purged by the leader. Default: 30 days.
   std::chrono::milliseconds dlq_retention{std::chrono::hours(24 * 30)};
