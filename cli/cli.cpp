@@ -34,9 +34,9 @@ Connection Context::connect() const {
 Connection Context::connect_direct(std::string_view command) const {
   if (pooled) {
     throw InvalidArgument(fmt::format(
-        "{} needs a direct connection to PostgreSQL (it holds a session-level lock, which a "
-        "transaction pooler would share with other clients): run it without --pooled, with a "
-        "--database-url that reaches the server directly",
+        "{} needs a direct connection to PostgreSQL (schema changes are a deploy step, not "
+        "traffic for a transaction pooler): run it without --pooled, with a --database-url "
+        "that reaches the server directly",
         command));
   }
   return Connection::connect(require_database_url());

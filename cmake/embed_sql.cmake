@@ -28,6 +28,12 @@ foreach(rel IN LISTS sql_files)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${rel} contains the raw-string delimiter )awa_sql\"")
   endif()
+  # A statement of queries/ starts with its own name, "-- awa:<folder>/<name>": prepared
+  # statements are named after it (pg::Connection::cached_statement_name), and
+  # pg_stat_activity and the server's logs show which statement runs.
+  if(rel MATCHES "^queries/(.*)\\.sql$")
+    set(content "-- awa:${CMAKE_MATCH_1}\n${content}")
+  endif()
   string(APPEND body "    {\"${rel}\", R\"awa_sql(${content})awa_sql\"},\n")
 endforeach()
 string(APPEND body "};\n}  // namespace\n\n")

@@ -329,6 +329,20 @@ std::string Connection::cached_statement_name(std::string_view sql) {
   h ^= h >> 33;
   static constexpr char kHex[] = "0123456789abcdef";
   std::string name = "awa_";
+  constexpr std::string_view kTag = "-- awa:";
+  if (sql.starts_with(kTag)) {
+    // 63 bytes at most: "awa_" + tag + "_" + 16 digits leaves 42 for the tag.
+    constexpr std::size_t kMaxTag = 63 - 4 - 1 - 16;
+    const std::size_t end = sql.find('\n');
+    const std::string_view tag =
+        sql.substr(kTag.size(), (end == std::string_view::npos ? sql.size() : end) - kTag.size());
+    for (std::size_t k = 0; k < tag.size() && k < kMaxTag; ++k) {
+      const char c = tag[k];
+      const bool plain = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+      name += plain ? c : '_';
+    }
+    name += '_';
+  }
   for (int shift = 60; shift >= 0; shift -= 4) name += kHex[(h >> shift) & 0xf];
   return name;
 }

@@ -100,7 +100,10 @@ class Connection {
   // run once more, unless the failure aborted the caller's transaction: then the error is
   // thrown and the next call prepares it.
   Result exec_cached(std::string_view sql, const Params& params, Format format = Format::kText);
-  // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit hash of it.
+  // The name exec_cached uses for `sql`: "awa_" + 16 hex digits of a 64-bit hash of it, or,
+  // for a statement of sql/queries/ (its text starts with "-- awa:<folder>/<name>", which
+  // the build adds), "awa_<folder>_<name>_" + the same 16 digits, the tag cut to keep the
+  // name within PostgreSQL's 63 bytes: pg_prepared_statements says which statement it is.
   static std::string cached_statement_name(std::string_view sql);
   // Prepares `sql` under cached_statement_name() unless already done; returns the name.
   std::string ensure_prepared(std::string_view sql);

@@ -86,6 +86,7 @@ QueryResult Connection::query(std::string_view sql, const std::vector<SqlParam>&
   }
   return out;
 }
+
 bool Connection::in_transaction() const { return impl_->conn.in_transaction(); }
 
 struct Transaction::Impl {

@@ -185,7 +185,7 @@ TEST_F(MigratorTest, CliSetShardsOutsideRangeNamesTheRangeAndSqlstate) {
   EXPECT_EQ(scalar("SELECT count(*) FROM queue_meta"), 0);
   const auto ok = run_cli(base + " queue set-shards hot 8");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  EXPECT_THAT(ok.output, HasSubstr("reset()"));
+  EXPECT_THAT(ok.output, HasSubstr("unkeyed ones within 2 s"));
   EXPECT_EQ(scalar("SELECT enqueue_shards FROM queue_meta WHERE queue = 'hot'"), 8);
 }
 

@@ -20,6 +20,20 @@ TEST(StatementNameTest, HasTheDocumentedFormAndIsDeterministic) {
   EXPECT_EQ(Connection::cached_statement_name(std::string(sql)), name);
 }
 
+// A statement of sql/queries/ carries its file's name in a first comment line (the build
+// adds it): the prepared statement is named after it, within PostgreSQL's 63 bytes.
+TEST(StatementNameTest, AQueryFileStatementIsNamedAfterItsFile) {
+  const std::string sql = "-- awa:enqueue/insert_lane\nSELECT 1";
+  const std::string name = Connection::cached_statement_name(sql);
+  ASSERT_EQ(name.rfind("awa_enqueue_insert_lane_", 0), 0u) << name;
+  EXPECT_EQ(name.size(), std::string("awa_enqueue_insert_lane_").size() + 16) << name;
+  EXPECT_NE(Connection::cached_statement_name("-- awa:enqueue/insert_lane\nSELECT 2"), name);
+  const std::string long_tag = "-- awa:" + std::string(100, 'x') + "\nSELECT 1";
+  EXPECT_LE(Connection::cached_statement_name(long_tag).size(), 63u);
+  EXPECT_EQ(Connection::cached_statement_name("-- awa:Odd Name!\nSELECT 1").substr(0, 14),
+            "awa__dd__ame__");
+}
+
 TEST(StatementNameTest, EveryOneByteChangeAndEveryLengthGetsItsOwnName) {
   // Guards the word-at-a-time hash: a byte in the last, partial word must count, and so
   // must the length (texts that differ only by trailing NULs).
