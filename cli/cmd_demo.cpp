@@ -110,8 +110,8 @@ class ParkedCallbacks {
 // in 40 doomed), and every 5 s a job that parks on a callback, answered 8 s later (one in
 // three with a failure), so the dashboard always has a parked job and its charts and
 // per-shard claims have something to show.
-void trickle(Client& client, const Admin& admin, Connection& conn, ParkedCallbacks& parked,
-             const std::atomic<bool>& stop) {
+void trickle(Client& client, const Admin& admin, const std::string& url, Connection& conn,
+             ParkedCallbacks& parked, const std::atomic<bool>& stop) {
   int answered = 0;
   for (int round = 0; !stop.load(); ++round) {
     std::vector<NewJob> batch;
@@ -129,15 +129,28 @@ void trickle(Client& client, const Admin& admin, Connection& conn, ParkedCallbac
       o.queue = kSideQueue;
       batch.emplace_back("await_approval", nlohmann::json{{"order", round}}, o);
     }
-    client.insert_many(batch);
-    for (const auto& id : parked.take_older_than(std::chrono::seconds(8))) {
-      const bool refuse = ++answered % 3 == 0;
-      const auto r =
-          refuse ? admin.fail_external(conn, id, "demo: approval refused")
-                 : admin.complete_external(conn, id, nlohmann::json{{"approved", true}}.dump());
-      fmt::print("callback {} {}: job {}\n", id, refuse ? "refused" : "approved",
-                 r.stale() ? "stale" : r.state);
-      std::fflush(stdout);
+    // The dashboard outlives a failed call or a database restart: say so, connect anew and
+    // go on with the next round (a job whose answer failed stays parked until its callback
+    // times out).
+    try {
+      client.insert_many(batch);
+      for (const auto& id : parked.take_older_than(std::chrono::seconds(8))) {
+        const bool refuse = answered % 3 == 2;
+        const auto r =
+            refuse ? admin.fail_external(conn, id, "demo: approval refused")
+                   : admin.complete_external(conn, id, nlohmann::json{{"approved", true}}.dump());
+        ++answered;
+        fmt::print("callback {} {}: job {}\n", id, refuse ? "refused" : "approved",
+                   r.stale() ? "stale" : r.state);
+        std::fflush(stdout);
+      }
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "demo: trickle round {} failed: {}\n", round, e.what());
+      try {
+        conn = Connection::connect(url);
+      } catch (const std::exception&) {
+        // Still down: the next round tries again.
+      }
     }
     for (int t = 0; t < 5 && !stop.load(); ++t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -369,7 +382,7 @@ int demo(const Context& ctx, const DemoArgs& args) {
       "dashboard: new jobs keep arriving (10 every 0.5 s, a parked callback every 5 s); Ctrl-C "
       "stops\n");
   std::atomic<bool> stop{false};
-  std::thread producer([&] { trickle(client, admin, conn, parked, stop); });
+  std::thread producer([&] { trickle(client, admin, url, conn, parked, stop); });
   int rc = 1;
   try {
     rc = serve_until_signal(serve_options);
