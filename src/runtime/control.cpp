@@ -159,7 +159,7 @@ bool Client::Impl::notify_self_test() {
       spdlog::debug("notify self-test: unlisten: {}", e.what());
     }
   }
-  (options_.metrics_registry != nullptr ? *options_.metrics_registry : metrics::default_registry())
+  storage::metrics_registry(*store_)
       .gauge("awa_notify_ok",
              "1 when the start-up NOTIFY self-test of a pooled client (ClientOptions::pooled) "
              "saw its notification arrive where the runtime LISTENs, 0 when the pooler "

@@ -315,8 +315,12 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
   }
   // Function name -> the files that create it (normally one).
   std::map<std::string, std::vector<std::string>> creators;
+  // And this build's function files, one per line, for forget_removed_functions.sql.
+  std::string file_names;
   for (const auto& f : sql::all_files()) {
     if (!starts_with(f.name, kFunctionsDir)) continue;
+    if (!file_names.empty()) file_names.push_back('\n');
+    file_names.append(f.name.substr(kFunctionsDir.size()));
     for (auto& fn : created_function_names(f.text)) {
       creators[fn].emplace_back(f.name.substr(kFunctionsDir.size()));
     }
@@ -341,16 +345,7 @@ MigrationReport Migrator::migrate(pg::Connection& conn) const {
     report.functions_updated.push_back(name);
   }
   drop_stale_overloads(conn, report, creators);
-  {
-    std::string names;
-    for (const auto& f : sql::all_files()) {
-      if (!starts_with(f.name, kFunctionsDir)) continue;
-      if (!names.empty()) names.push_back('\n');
-      names.append(f.name.substr(kFunctionsDir.size()));
-    }
-    conn.query(sql::render(sql::file("queries/migrator/forget_removed_functions.sql"), quoted_),
-               names);
-  }
+  conn.query(sql::query("queries/migrator/forget_removed_functions.sql", quoted_), file_names);
   // Function attributes (a fixed search_path, SECURITY DEFINER for the producer path) in
   // one place, every time: re-applying a function file resets them.
   try {

@@ -181,7 +181,8 @@ struct QueueStorage::Impl {
 
   StorageOptions options;
   std::string quoted;
-  metrics::EngineMetrics& metrics;  // options.metrics' families, or the default registry's
+  metrics::Registry& registry;      // options.metrics, or the default registry
+  metrics::EngineMetrics& metrics;  // the engine's families in it
   storage::Consumer consumer;
   storage::UniqueInserter unique;
   storage::OneJobInserter one;

@@ -20,20 +20,19 @@ namespace awa {
 QueueStorage::Impl::Impl(StorageOptions o)
     : options(std::move(o)),
       quoted(sql::quote_schema(options.schema)),
-      metrics(metrics::engine_metrics(options.metrics != nullptr ? *options.metrics
-                                                                 : metrics::default_registry())),
+      registry(options.metrics != nullptr ? *options.metrics : metrics::default_registry()),
+      metrics(metrics::engine_metrics(registry)),
       consumer(quoted, metrics),
       unique(quoted, metrics),
       one(quoted) {
-  const auto r = [this](sql::SqlName name) { return sql::render(sql::file(name), quoted); };
-  insert_lane = r("queries/enqueue/insert_lane.sql");
-  reserve_lane = r("queries/enqueue/reserve_lane.sql");
-  copy_ready = r("queries/enqueue/copy_ready.sql");
-  insert_deferred = r("queries/enqueue/insert_deferred.sql");
-  notify = r("queries/enqueue/notify.sql");
-  shard_counts = r("queries/enqueue/shard_counts.sql");
-  stage = r("queries/enqueue/stage.sql");
-  check_shards = r("queries/enqueue/check_shard_counts.sql");
+  insert_lane = sql::query("queries/enqueue/insert_lane.sql", quoted);
+  reserve_lane = sql::query("queries/enqueue/reserve_lane.sql", quoted);
+  copy_ready = sql::query("queries/enqueue/copy_ready.sql", quoted);
+  insert_deferred = sql::query("queries/enqueue/insert_deferred.sql", quoted);
+  notify = sql::query("queries/enqueue/notify.sql", quoted);
+  shard_counts = sql::query("queries/enqueue/shard_counts.sql", quoted);
+  stage = sql::query("queries/enqueue/stage.sql", quoted);
+  check_shards = sql::query("queries/enqueue/check_shard_counts.sql", quoted);
 }
 
 QueueStorage::QueueStorage(StorageOptions options)
@@ -109,6 +108,9 @@ int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string&
 Consumer& consumer(QueueStorage& store) { return detail::StorageAccess::impl(store).consumer; }
 metrics::EngineMetrics& engine_metrics(QueueStorage& store) {
   return detail::StorageAccess::impl(store).metrics;
+}
+metrics::Registry& metrics_registry(QueueStorage& store) {
+  return detail::StorageAccess::impl(store).registry;
 }
 
 }  // namespace storage

@@ -28,5 +28,7 @@ Consumer& consumer(QueueStorage& store);
 // The engine's metric families the store counts into (StorageOptions::metrics): the
 // runtime built on the store counts into the same registry.
 metrics::EngineMetrics& engine_metrics(QueueStorage& store);
+// That registry (the runtime's own gauges go there too).
+metrics::Registry& metrics_registry(QueueStorage& store);
 
 }  // namespace awa::storage
