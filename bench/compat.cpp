@@ -109,9 +109,10 @@ Sample run_cell(pg::Connection& admin, const Options& o, Mode mode, int clients)
     if (n != expected)
       throw std::runtime_error(fmt::format("plain: {} rows, expected {}", n, expected));
   } else {
-    const auto res = admin.exec(fmt::format(
-        "SELECT count(*), count(DISTINCT enqueue_shard) FROM {}.ready_entries WHERE queue = '{}'",
-        schema.quoted(), kQueue));
+    const auto res = admin.exec(
+        fmt::format("SELECT count(*), count(DISTINCT enqueue_shard) FROM {0}.ready_entries "
+                    "WHERE queue_id = {0}.queue_id_of('{1}')",
+                    schema.quoted(), kQueue));
     const auto n = res.get<std::int64_t>(0, 0);
     const auto shards = res.get<std::int64_t>(0, 1);
     if (n != expected || shards != std::min<std::int64_t>(o.shards, expected)) {

@@ -282,12 +282,13 @@ RunResult run_rate(pg::Connection& admin, const E2eSetup& o) {
   // tables would be planned as nearly empty.
   admin.exec(fmt::format("ANALYZE {0}.ready_entries, {0}.claim_batches, {0}.claim_closures",
                          schema.quoted()));
-  const auto res = admin.exec(fmt::format(
-      "SELECT extract(epoch FROM d.finished_at - r.created_at)::float8 * 1000 "
-      "FROM {0}.attempt_outcomes d JOIN {0}.ready_entries r "
-      "USING (ready_slot, queue, priority, enqueue_shard, lane_seq) "
-      "WHERE d.queue = 'e2e' AND d.state = 'completed' AND (r.args->>'seq')::bigint >= 0",
-      schema.quoted()));
+  const auto res = admin.exec(
+      fmt::format("SELECT extract(epoch FROM d.finished_at - r.created_at)::float8 * 1000 "
+                  "FROM {0}.attempt_outcomes d JOIN {0}.ready_entries r "
+                  "USING (ready_slot, queue_id, priority, enqueue_shard, lane_seq) "
+                  "WHERE d.queue_id = {0}.queue_id_of('e2e') AND d.state = 'completed' "
+                  "AND (r.args->>'seq')::bigint >= 0",
+                  schema.quoted()));
   if (res.rows() != total_sent) {
     throw std::runtime_error(fmt::format(
         "attempt_outcomes has {} completed measured jobs, expected {}", res.rows(), total_sent));

@@ -35,11 +35,13 @@ constexpr std::string_view kPlainInsertOne =
     "INSERT INTO {0}.plain_jobs (queue, priority, kind, args, max_attempts, run_at, created_at) "
     "VALUES ($1, $2, $3, $4::jsonb, $5, now(), now())";
 constexpr std::string_view kCountPlain = "SELECT count(*) FROM {0}.plain_jobs";
-// The bare ready table: $1 slot, $2 queue, $3 priority, $4 shard, $5 the shard's sequence.
+// The bare ready table: $1 slot, $2 queue (its id, read once per statement), $3 priority,
+// $4 shard, $5 the shard's sequence.
 constexpr std::string_view kBareInsert =
-    "INSERT INTO {0}.ready_entries (ready_slot, queue, priority, enqueue_shard, lane_seq, "
+    "INSERT INTO {0}.ready_entries (ready_slot, queue_id, priority, enqueue_shard, lane_seq, "
     "job_id, kind, args, max_attempts, run_at, created_at) "
-    "SELECT $1, $2, $3, $4, nextval($5::regclass), nextval('{0}.job_ids'), t.kind, t.args, "
+    "SELECT $1, (SELECT {0}.ensure_queue_id($2)), $3, $4, nextval($5::regclass), "
+    "nextval('{0}.job_ids'), t.kind, t.args, "
     "t.max_attempts, coalesce(t.run_at, now()), now() "
     "FROM unnest($6::text[], $7::jsonb[], $8::smallint[], $9::timestamptz[]) "
     "AS t(kind, args, max_attempts, run_at)";
@@ -50,9 +52,10 @@ constexpr std::string_view kSeedShards =
     "INSERT INTO {0}.queue_meta (queue, enqueue_shards) VALUES ($1, $2) "
     "ON CONFLICT (queue) DO UPDATE SET enqueue_shards = EXCLUDED.enqueue_shards";
 constexpr std::string_view kCountReady =
-    "SELECT count(*), count(DISTINCT enqueue_shard) FROM {0}.ready_entries WHERE queue = $1";
+    "SELECT count(*), count(DISTINCT enqueue_shard) FROM {0}.ready_entries "
+    "WHERE queue_id = {0}.queue_id_of($1)";
 constexpr std::string_view kCountLanes =
-    "SELECT count(*) FROM {0}.queue_enqueue_heads WHERE queue = $1";
+    "SELECT count(*) FROM {0}.queue_enqueue_heads WHERE queue_id = {0}.queue_id_of($1)";
 
 // The rows' arrays ($kind, $args, $max_attempts, $run_at) appended to `p`.
 pg::Params& add_row_arrays(pg::Params& p, std::span<const NewJob> jobs) {

@@ -154,10 +154,11 @@ Cell run_cell(pg::Connection& admin, const Options& o, int processes) {
   }
   // No lane_seq claimed twice: within each lane the batches' ranges are disjoint.
   const auto overlaps = scalar(
-      admin, fmt::format("SELECT count(*) FROM (SELECT first_seq, lag(last_seq) OVER ("
-                         "PARTITION BY queue, priority, enqueue_shard ORDER BY first_seq) AS prev "
-                         "FROM {}.claim_batches) b WHERE first_seq <= prev",
-                         q));
+      admin,
+      fmt::format("SELECT count(*) FROM (SELECT first_seq, lag(last_seq) OVER ("
+                  "PARTITION BY queue_id, priority, enqueue_shard ORDER BY first_seq) AS prev "
+                  "FROM {}.claim_batches) b WHERE first_seq <= prev",
+                  q));
   if (overlaps != 0) {
     throw std::runtime_error(
         fmt::format("P={}: {} claim batches overlap another of their lane", processes, overlaps));
@@ -171,7 +172,7 @@ Cell run_cell(pg::Connection& admin, const Options& o, int processes) {
                            "PARTITION BY r.ordering_key ORDER BY pg_xact_commit_timestamp(b.xmin), "
                            "r.lane_seq) AS prev "
                            "FROM {0}.ready_entries r JOIN {0}.claim_batches b "
-                           "ON b.queue = r.queue AND b.priority = r.priority "
+                           "ON b.queue_id = r.queue_id AND b.priority = r.priority "
                            "AND b.enqueue_shard = r.enqueue_shard "
                            "AND r.lane_seq BETWEEN b.first_seq AND b.last_seq "
                            "WHERE r.ordering_key IS NOT NULL) x WHERE job_id < prev",

@@ -299,8 +299,8 @@ std::int64_t pending_jobs(pg::Connection& c, const ScopedSchema& s) {
 int slots_with_pending(pg::Connection& c, const ScopedSchema& s) {
   return static_cast<int>(
       c.query(fmt::format("SELECT count(DISTINCT r.ready_slot)::bigint FROM {0}.ready_entries r "
-                          "JOIN {0}.queue_claim_heads h USING (queue, priority, enqueue_shard) "
-                          "WHERE r.queue = $1 AND r.lane_seq >= h.claim_seq",
+                          "JOIN {0}.queue_claim_heads h USING (queue_id, priority, enqueue_shard) "
+                          "WHERE r.queue_id = {0}.queue_id_of($1) AND r.lane_seq >= h.claim_seq",
                           s.quoted()),
               std::string(kQueue))
           .get<std::int64_t>(0, 0));

@@ -31,17 +31,6 @@ Connection Context::connect() const {
   return Connection::connect(require_database_url(), o);
 }
 
-Connection Context::connect_direct(std::string_view command) const {
-  if (pooled) {
-    throw InvalidArgument(fmt::format(
-        "{} needs a direct connection to PostgreSQL (schema changes are a deploy step, not "
-        "traffic for a transaction pooler): run it without --pooled, with a --database-url "
-        "that reaches the server directly",
-        command));
-  }
-  return Connection::connect(require_database_url());
-}
-
 namespace {
 
 // One line, with the SQLSTATE when PostgreSQL produced the error; DETAIL and HINT follow
@@ -84,7 +73,7 @@ int run(int argc, char** argv) {
   app.add_option("--schema", ctx.schema, "schema holding the queue tables")->capture_default_str();
   app.add_flag("--pooled", ctx.pooled,
                "the database URL leads to a transaction-mode pooler (PgBouncer): prepare "
-               "nothing on the server, keep no session state (not for migrate)");
+               "nothing on the server, keep no session state");
 
   add_migrate(app, ctx);
   add_version(app, ctx);

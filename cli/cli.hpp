@@ -41,10 +41,6 @@ struct Context {
   const std::string& require_database_url() const;
   // A connection to the database URL, in pooled mode under --pooled.
   Connection connect() const;
-  // A connection for a command that holds a session-level lock (migrate): under --pooled
-  // an InvalidArgument that asks for a direct URL, since a transaction pooler would hand
-  // the session to other clients between its transactions.
-  Connection connect_direct(std::string_view command) const;
 };
 
 // Returns the process exit code: 0 on success, 1 on a reported error, 2 on bad usage.

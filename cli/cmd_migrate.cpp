@@ -18,7 +18,9 @@ void add_migrate(CLI::App& app, Context& ctx) {
                 "schema look alive");
   cmd->callback([&ctx, options] {
     ctx.action = [&ctx, options] {
-      auto conn = ctx.connect_direct("awa migrate");
+      // One transaction under a transaction-scoped advisory lock: it runs through a
+      // transaction pooler (--pooled) as well as directly.
+      auto conn = ctx.connect();
       const auto report = migrate(conn, ctx.schema, *options);
       if (report.newer_functions_kept) {
         // Not "up to date": the schema is ahead of this build, which is allowed (a rollback,

@@ -38,6 +38,44 @@ LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT enqueue_shards FROM {schema}.queue_meta WHERE queue = p_queue), 1)::integer
 $$;
 
+-- A queue's fixed-width key in the hot tables (migration 0018), NULL for a queue that
+-- has never had a lane. Functions take queue names and translate here, at their edge.
+CREATE OR REPLACE FUNCTION {schema}.queue_id_of(p_queue text)
+RETURNS integer
+LANGUAGE sql STABLE AS $$
+    SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = p_queue
+$$;
+
+-- The queue's id, given to the name now if it has none (ensure_lane, the only caller,
+-- runs as the schema's owner). An id is never reused: one whose creating transaction
+-- rolled back is a gap. Two first lanes of a new queue in concurrent transactions: the
+-- second INSERT waits for the first and, once it commits, reads its id in a new
+-- statement; under REPEATABLE READ that read cannot see it, which is a serialization
+-- failure for the caller to retry.
+CREATE OR REPLACE FUNCTION {schema}.ensure_queue_id(p_queue text)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id integer;
+BEGIN
+    SELECT i.queue_id INTO v_id FROM {schema}.queue_ids i WHERE i.queue = p_queue;
+    IF FOUND THEN
+        RETURN v_id;
+    END IF;
+    INSERT INTO {schema}.queue_ids (queue) VALUES (p_queue)
+    ON CONFLICT (queue) DO NOTHING
+    RETURNING queue_id INTO v_id;
+    IF v_id IS NULL THEN
+        SELECT i.queue_id INTO v_id FROM {schema}.queue_ids i WHERE i.queue = p_queue;
+        IF v_id IS NULL THEN
+            RAISE EXCEPTION 'queue % was given its id by a transaction this one cannot see; retry', p_queue
+                USING ERRCODE = '40001';
+        END IF;
+    END IF;
+    RETURN v_id;
+END
+$$;
+
 -- The same rules as src/storage/validate.cpp (with validate_job_extras below); limits are
 -- documented in docs/api.md. Invalid UTF-8 and NUL never get this far: the server
 -- rejects them when it parses the text and jsonb parameters.

@@ -13,10 +13,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_id  integer;
     v_seq regclass;
+    v_qid integer := {schema}.queue_id_of(p_queue);
 BEGIN
     SELECT h.lane_id, h.seq INTO v_id, v_seq
     FROM {schema}.queue_enqueue_heads h
-    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    WHERE h.queue_id = v_qid AND h.priority = p_priority AND h.enqueue_shard = p_shard;
     IF FOUND THEN
         RETURN QUERY SELECT v_id, v_seq, false;
         RETURN;
@@ -25,12 +26,16 @@ BEGIN
     IF p_shard < 0 OR p_shard > 63 THEN
         RAISE EXCEPTION 'enqueue_shard % is outside 0..63', p_shard USING ERRCODE = '22023';
     END IF;
+    -- The queue's id first, holding no lane-creation lock: it may wait for a transaction
+    -- that gave the queue its id and has not committed, and that transaction may be about
+    -- to create this very lane.
+    v_qid := {schema}.ensure_queue_id(p_queue);
     -- Lane creation lock: its own key space (classid = hash of "<schema>:lanes"), apart
     -- from the lane locks (classid = hash of the schema name).
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:lanes'), hashtext(p_queue || ':' || p_priority || ':' || p_shard));
     SELECT h.lane_id, h.seq INTO v_id, v_seq
     FROM {schema}.queue_enqueue_heads h
-    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    WHERE h.queue_id = v_qid AND h.priority = p_priority AND h.enqueue_shard = p_shard;
     IF FOUND THEN
         RETURN QUERY SELECT v_id, v_seq, false;
         RETURN;
@@ -39,10 +44,10 @@ BEGIN
     v_id := nextval('{schema}.lane_ids');
     EXECUTE format('CREATE SEQUENCE %s.%I AS bigint MINVALUE 1 START 1', '{schema}', 'lane_seq_' || v_id);
     v_seq := format('%s.%I', '{schema}', 'lane_seq_' || v_id)::regclass;
-    INSERT INTO {schema}.queue_enqueue_heads (queue, priority, enqueue_shard, lane_id, seq)
-    VALUES (p_queue, p_priority, p_shard, v_id, v_seq);
-    INSERT INTO {schema}.queue_claim_heads (queue, priority, enqueue_shard)
-    VALUES (p_queue, p_priority, p_shard)
+    INSERT INTO {schema}.queue_enqueue_heads (queue_id, priority, enqueue_shard, lane_id, seq)
+    VALUES (v_qid, p_priority, p_shard, v_id, v_seq);
+    INSERT INTO {schema}.queue_claim_heads (queue_id, priority, enqueue_shard)
+    VALUES (v_qid, p_priority, p_shard)
     ON CONFLICT DO NOTHING;
     RETURN QUERY SELECT v_id, v_seq, true;
 END
@@ -61,14 +66,16 @@ $$;
 -- If the lane is missing (a cached lane whose creation was rolled back) it is created
 -- here, so the caller's transaction never fails for a stale cache; `repaired` says so.
 --
--- ready_slot is the queue-ring slot the caller must write the rows to, read after the
--- lane lock and held (ready_slot_for_write): a producer that waited for the lane while the
--- ring rotated and pruned must not write into the truncated slot it saw before waiting.
+-- queue_id is the queue's key in the rows (migration 0018). ready_slot is the queue-ring
+-- slot the caller must write the rows to, read after the lane lock and held
+-- (ready_slot_for_write): a producer that waited for the lane while the ring rotated and
+-- pruned must not write into the truncated slot it saw before waiting.
 DROP FUNCTION IF EXISTS {schema}.reserve_lane_range(text, integer, integer, integer);
 CREATE OR REPLACE FUNCTION {schema}.reserve_lane_range(
     p_queue text, p_priority integer, p_shard integer, p_count integer,
-    OUT first_seq bigint, OUT repaired boolean, OUT ready_slot smallint)
+    OUT first_seq bigint, OUT repaired boolean, OUT ready_slot smallint, OUT queue_id integer)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
     v_id  integer;
     v_seq regclass;
@@ -77,12 +84,14 @@ BEGIN
         RAISE EXCEPTION 'reservation size must be >= 1' USING ERRCODE = '22023';
     END IF;
     repaired := false;
+    queue_id := {schema}.queue_id_of(p_queue);
     SELECT h.lane_id, h.seq INTO v_id, v_seq
     FROM {schema}.queue_enqueue_heads h
-    WHERE h.queue = p_queue AND h.priority = p_priority AND h.enqueue_shard = p_shard;
+    WHERE h.queue_id = reserve_lane_range.queue_id AND h.priority = p_priority AND h.enqueue_shard = p_shard;
     IF NOT FOUND THEN
         SELECT e.lane_id, e.seq, e.created INTO v_id, v_seq, repaired
         FROM {schema}.ensure_lane(p_queue, p_priority, p_shard) e;
+        queue_id := {schema}.queue_id_of(p_queue);
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('{schema}'), v_id);
     first_seq := nextval(v_seq);

@@ -114,12 +114,12 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:reshard'), hashtext(NEW.queue));
 
     v_epoch := nextval('{schema}.shard_fence_epochs');
-    INSERT INTO {schema}.shard_fences (queue, epoch, priority, enqueue_shard, fence_seq)
-    SELECT h.queue, v_epoch, h.priority, h.enqueue_shard, l.next_seq
+    INSERT INTO {schema}.shard_fences (queue_id, epoch, priority, enqueue_shard, fence_seq)
+    SELECT h.queue_id, v_epoch, h.priority, h.enqueue_shard, l.next_seq
     FROM {schema}.queue_enqueue_heads h
-    JOIN {schema}.queue_claim_heads c USING (queue, priority, enqueue_shard)
+    JOIN {schema}.queue_claim_heads c USING (queue_id, priority, enqueue_shard)
     CROSS JOIN LATERAL (SELECT coalesce(pg_sequence_last_value(h.seq), 0) + 1 AS next_seq) l
-    WHERE h.queue = NEW.queue AND c.claim_seq < l.next_seq;
+    WHERE h.queue_id = {schema}.queue_id_of(NEW.queue) AND c.claim_seq < l.next_seq;
     IF FOUND THEN
         NEW.shard_fence := v_epoch;
     END IF;
@@ -149,12 +149,13 @@ RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     v_epoch bigint;
+    v_qid   integer := {schema}.queue_id_of(p_queue);
 BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtext('{schema}:reshard_lift'), hashtext(p_queue)) THEN
         RETURN NULL;
     END IF;
     LOOP
-        SELECT min(f.epoch) INTO v_epoch FROM {schema}.shard_fences f WHERE f.queue = p_queue;
+        SELECT min(f.epoch) INTO v_epoch FROM {schema}.shard_fences f WHERE f.queue_id = v_qid;
         IF v_epoch IS NULL THEN
             UPDATE {schema}.queue_meta m SET shard_fence = NULL
             WHERE m.queue = p_queue AND m.shard_fence = p_seen
@@ -165,15 +166,15 @@ BEGIN
         IF EXISTS (
             SELECT 1
             FROM {schema}.shard_fences f
-            JOIN {schema}.queue_claim_heads c USING (queue, priority, enqueue_shard)
-            WHERE f.queue = p_queue AND f.epoch = v_epoch AND c.claim_seq < f.fence_seq
+            JOIN {schema}.queue_claim_heads c USING (queue_id, priority, enqueue_shard)
+            WHERE f.queue_id = v_qid AND f.epoch = v_epoch AND c.claim_seq < f.fence_seq
               AND EXISTS (SELECT 1 FROM {schema}.ready_entries r
-                          WHERE r.queue = f.queue AND r.priority = f.priority
+                          WHERE r.queue_id = f.queue_id AND r.priority = f.priority
                             AND r.enqueue_shard = f.enqueue_shard
                             AND r.lane_seq >= c.claim_seq AND r.lane_seq < f.fence_seq)) THEN
             RETURN v_epoch;
         END IF;
-        DELETE FROM {schema}.shard_fences f WHERE f.queue = p_queue AND f.epoch = v_epoch;
+        DELETE FROM {schema}.shard_fences f WHERE f.queue_id = v_qid AND f.epoch = v_epoch;
     END LOOP;
 END
 $$;
@@ -184,14 +185,14 @@ $$;
 -- claim statement that calls it: a statement that sees a row enqueued after a change also
 -- sees that change's fence, which was committed first (rule 1). claim_ready_runtime calls
 -- it only when queue_meta.shard_fence is set in its own snapshot.
-CREATE OR REPLACE FUNCTION {schema}.shard_fence_cap(p_queue text, p_priority smallint,
+CREATE OR REPLACE FUNCTION {schema}.shard_fence_cap(p_queue_id integer, p_priority smallint,
                                                      p_shard smallint)
 RETURNS bigint
 LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN o.epoch IS NULL THEN 9223372036854775807
                 ELSE coalesce((SELECT f.fence_seq FROM {schema}.shard_fences f
-                               WHERE f.queue = p_queue AND f.epoch = o.epoch
+                               WHERE f.queue_id = p_queue_id AND f.epoch = o.epoch
                                  AND f.priority = p_priority AND f.enqueue_shard = p_shard), 0)
            END
-    FROM (SELECT min(e.epoch) AS epoch FROM {schema}.shard_fences e WHERE e.queue = p_queue) o
+    FROM (SELECT min(e.epoch) AS epoch FROM {schema}.shard_fences e WHERE e.queue_id = p_queue_id) o
 $$;

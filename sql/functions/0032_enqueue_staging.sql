@@ -44,6 +44,7 @@ DECLARE
     v_lanes  integer[];
     v_seq    bigint;
     v_slot   smallint;
+    v_qid    integer;
 BEGIN
     -- Keyed rows: the queues' reshard locks first, before any lane lock; the shard counts
     -- read below then come after any change that committed meanwhile
@@ -79,12 +80,12 @@ BEGIN
             GROUP BY u.shard
             ORDER BY u.shard
         LOOP
-            SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
+            SELECT r.first_seq, r.ready_slot, r.queue_id INTO v_seq, v_slot, v_qid
             FROM {schema}.reserve_lane_range(v_qp.queue, v_qp.priority, v_lane.shard, v_lane.n) r;
             INSERT INTO {schema}.ready_entries
-                (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
+                (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args,
                  max_attempts, run_at, created_at, ordering_key, metadata, tags)
-            SELECT v_slot, s.queue, s.priority, v_lane.shard,
+            SELECT v_slot, v_qid, s.priority, v_lane.shard,
                    v_seq + row_number() OVER (ORDER BY s.job_id) - 1,
                    s.job_id, s.kind, s.args, s.max_attempts, s.run_at, s.created_at,
                    s.ordering_key, s.metadata, s.tags

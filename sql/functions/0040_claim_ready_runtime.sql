@@ -62,7 +62,7 @@
 -- slot). A SQL function so that PostgreSQL inlines it: called with a scalar slot it is
 -- pruned to one partition at executor start-up and walks the primary key in lane_seq
 -- order.
-CREATE OR REPLACE FUNCTION {schema}.lane_heads_in_slot(p_queue text, p_slot smallint)
+CREATE OR REPLACE FUNCTION {schema}.lane_heads_in_slot(p_queue_id integer, p_slot smallint)
 RETURNS TABLE (priority smallint, enqueue_shard smallint, seq bigint, at timestamptz)
 LANGUAGE sql STABLE AS $$
     SELECT claims.priority, claims.enqueue_shard, head.lane_seq, head.run_at
@@ -71,13 +71,13 @@ LANGUAGE sql STABLE AS $$
         SELECT r.lane_seq, r.run_at
         FROM {schema}.ready_entries r
         WHERE r.ready_slot = p_slot
-          AND r.queue = claims.queue
+          AND r.queue_id = claims.queue_id
           AND r.priority = claims.priority
           AND r.enqueue_shard = claims.enqueue_shard
           AND r.lane_seq >= claims.claim_seq
         ORDER BY r.lane_seq
         LIMIT 1) AS head
-    WHERE claims.queue = p_queue AND p_slot IS NOT NULL
+    WHERE claims.queue_id = p_queue_id AND p_slot IS NOT NULL
 $$;
 
 -- A row's effective priority (see above): its lane priority aged by the seconds it has
@@ -134,6 +134,7 @@ DECLARE
     v_claimed    bigint := 0;
     v_fence      bigint;
     v_hi         bigint;
+    v_qid        integer;
 BEGIN
     IF p_max_batch IS NULL OR p_max_batch < 1 THEN
         RAISE EXCEPTION 'claim_ready_runtime: max_batch must be at least 1' USING ERRCODE = '22023';
@@ -149,6 +150,10 @@ BEGIN
     WHERE m.queue = p_queue;
     IF v_paused THEN
         RETURN;
+    END IF;
+    v_qid := {schema}.queue_id_of(p_queue);
+    IF v_qid IS NULL THEN
+        RETURN;  -- no lane yet: nothing to claim
     END IF;
     -- A change of enqueue_shards not yet drained (0022_shard_fences.sql): lift what has
     -- drained. The caps themselves are read by each statement below in its own snapshot
@@ -171,7 +176,7 @@ BEGIN
                                                     AND c.batch_id = b.batch_id), 0)), 0)
         INTO v_open
         FROM {schema}.claim_batches b
-        WHERE b.queue = p_queue;
+        WHERE b.queue_id = v_qid;
         IF v_open >= v_global_max THEN
             RETURN;
         END IF;
@@ -242,12 +247,12 @@ BEGIN
             SELECT claims.priority, claims.enqueue_shard, head.seq
             INTO v_priority, v_shard, v_lo
             FROM {schema}.queue_claim_heads AS claims
-            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
-            JOIN {schema}.lane_heads_in_slot(p_queue, v_slots[1]) AS head
+            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue_id, priority, enqueue_shard)
+            JOIN {schema}.lane_heads_in_slot(v_qid, v_slots[1]) AS head
               ON head.priority = claims.priority AND head.enqueue_shard = claims.enqueue_shard
-            WHERE claims.queue = p_queue
+            WHERE claims.queue_id = v_qid
               AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
-                   OR head.seq < {schema}.shard_fence_cap(p_queue, claims.priority, claims.enqueue_shard))
+                   OR head.seq < {schema}.shard_fence_cap(v_qid, claims.priority, claims.enqueue_shard))
             -- The ORDER BY of the general scan below: keep the two the same.
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
@@ -258,30 +263,30 @@ BEGIN
             SELECT claims.priority, claims.enqueue_shard, head.seq
             INTO v_priority, v_shard, v_lo
             FROM {schema}.queue_claim_heads AS claims
-            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
+            JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue_id, priority, enqueue_shard)
             JOIN (SELECT DISTINCT ON (h.p, h.s) h.p, h.s, h.seq, h.at
-                  FROM (SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[1])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[2])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[3])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[4])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[5])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[6])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[7])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[8])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[9])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[10])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[11])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[12])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[13])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[14])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[15])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[16])
-                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(p_queue, v_slots[17])) AS h(p, s, seq, at)
+                  FROM (SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[1])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[2])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[3])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[4])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[5])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[6])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[7])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[8])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[9])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[10])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[11])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[12])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[13])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[14])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[15])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[16])
+                        UNION ALL SELECT * FROM {schema}.lane_heads_in_slot(v_qid, v_slots[17])) AS h(p, s, seq, at)
                   ORDER BY h.p, h.s, h.seq) AS head
               ON head.p = claims.priority AND head.s = claims.enqueue_shard
-            WHERE claims.queue = p_queue
+            WHERE claims.queue_id = v_qid
               AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
-                   OR head.seq < {schema}.shard_fence_cap(p_queue, claims.priority, claims.enqueue_shard))
+                   OR head.seq < {schema}.shard_fence_cap(v_qid, claims.priority, claims.enqueue_shard))
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
                      head.at,
                      claims.priority
@@ -297,7 +302,7 @@ BEGIN
         -- scan may have moved it.
         SELECT c.claim_seq INTO v_cursor
         FROM {schema}.queue_claim_heads c
-        WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard;
+        WHERE c.queue_id = v_qid AND c.priority = v_priority AND c.enqueue_shard = v_shard;
 
         v_lo := greatest(v_lo, v_cursor);
         v_hi := v_lo + v_max_batch - 1;
@@ -318,19 +323,19 @@ BEGIN
               AND r.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
                                    v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16],
                                    v_slots[17])
-              AND r.queue = p_queue
+              AND r.queue_id = v_qid
               AND r.priority = v_priority
               AND r.enqueue_shard = v_shard
               AND r.lane_seq BETWEEN v_lo AND v_hi
               AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
-                   OR r.lane_seq < {schema}.shard_fence_cap(p_queue, v_priority, v_shard))),
+                   OR r.lane_seq < {schema}.shard_fence_cap(v_qid, v_priority, v_shard))),
         dead AS MATERIALIZED (
             SELECT t.lane_seq
             FROM {schema}.ready_tombstones t
             WHERE t.ready_slot IN (v_slots[1], v_slots[2], v_slots[3], v_slots[4], v_slots[5], v_slots[6], v_slots[7], v_slots[8],
                                    v_slots[9], v_slots[10], v_slots[11], v_slots[12], v_slots[13], v_slots[14], v_slots[15], v_slots[16],
                                    v_slots[17])
-              AND t.queue = p_queue
+              AND t.queue_id = v_qid
               AND t.priority = v_priority
               AND t.enqueue_shard = v_shard
               AND t.lane_seq BETWEEN v_lo AND v_hi),
@@ -338,9 +343,9 @@ BEGIN
             SELECT p.* FROM picked p WHERE p.lane_seq NOT IN (SELECT d.lane_seq FROM dead d)),
         batch AS MATERIALIZED (
             INSERT INTO {schema}.claim_batches
-                (claim_slot, batch_id, queue, priority, enqueue_shard, first_seq, last_seq,
+                (claim_slot, batch_id, queue_id, priority, enqueue_shard, first_seq, last_seq,
                  n_items, claimed_at, deadline_at)
-            SELECT v_claim_slot, nextval('{schema}.claim_batch_ids'), p_queue, v_priority, v_shard,
+            SELECT v_claim_slot, nextval('{schema}.claim_batch_ids'), v_qid, v_priority, v_shard,
                    min(l.lane_seq), max(l.lane_seq), count(*), now(), now() + v_deadline
             FROM live l
             HAVING count(*) > 0
@@ -348,10 +353,10 @@ BEGIN
         advance AS (
             UPDATE {schema}.queue_claim_heads c
             SET claim_seq = (SELECT max(p.lane_seq) + 1 FROM picked p), claimed_at = now()
-            WHERE c.queue = p_queue AND c.priority = v_priority AND c.enqueue_shard = v_shard
+            WHERE c.queue_id = v_qid AND c.priority = v_priority AND c.enqueue_shard = v_shard
               AND EXISTS (SELECT 1 FROM picked))
         SELECT l.job_id, l.run_lease + 1, (l.attempt + 1)::smallint, l.enqueue_shard,
-               l.ready_slot, l.lane_seq, v_claim_slot, b.batch_id, l.queue, l.priority,
+               l.ready_slot, l.lane_seq, v_claim_slot, b.batch_id, p_queue, l.priority,
                {schema}.effective_priority(l.priority, l.run_at, v_aging_s)::smallint,
                l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
                l.run_at, l.created_at, now(), now() + v_deadline

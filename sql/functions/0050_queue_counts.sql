@@ -14,11 +14,11 @@ LANGUAGE sql STABLE AS $$
     FROM {schema}.queue_claim_heads c
     CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
     JOIN {schema}.ready_entries r
-      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+      ON r.ready_slot = s.slot AND r.queue_id = c.queue_id AND r.priority = c.priority
      AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
-    WHERE c.queue = p_queue
+    WHERE c.queue_id = {schema}.queue_id_of(p_queue)
       AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                      WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id
                         AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
                         AND t.lane_seq = r.lane_seq)
 $$;
@@ -46,15 +46,15 @@ BEGIN
            coalesce(pg_sequence_last_value(enqueues.seq), 0) + 1 - claims.claim_seq AS lag,
            (SELECT count(*)
             FROM {schema}.ready_entries r
-            WHERE r.queue = claims.queue AND r.priority = claims.priority
+            WHERE r.queue_id = claims.queue_id AND r.priority = claims.priority
               AND r.enqueue_shard = claims.enqueue_shard AND r.lane_seq >= claims.claim_seq
               AND NOT EXISTS (
                   SELECT 1 FROM {schema}.ready_tombstones t
-                  WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue AND t.priority = r.priority
+                  WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id AND t.priority = r.priority
                     AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)) AS available
     FROM {schema}.queue_claim_heads AS claims
-    JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue, priority, enqueue_shard)
-    WHERE claims.queue = p_queue
+    JOIN {schema}.queue_enqueue_heads AS enqueues USING (queue_id, priority, enqueue_shard)
+    WHERE claims.queue_id = {schema}.queue_id_of(p_queue)
     ORDER BY claims.priority, claims.enqueue_shard;
 END
 $$;
@@ -108,10 +108,11 @@ SET jit = off AS $$
     WITH done AS (
         SELECT d.state, count(*) AS n
         FROM {schema}.done_entries d
-        WHERE d.queue = p_queue AND d.state IN ('completed', 'failed', 'cancelled')
+        WHERE d.queue_id = {schema}.queue_id_of(p_queue) AND d.state IN ('completed', 'failed', 'cancelled')
         GROUP BY d.state),
     rolled AS (
-        SELECT t.state, t.jobs AS n FROM {schema}.terminal_rollups t WHERE t.queue = p_queue),
+        SELECT t.state, t.jobs AS n FROM {schema}.terminal_rollups t
+        WHERE t.queue_id = {schema}.queue_id_of(p_queue)),
     deferred AS (
         SELECT count(*) FILTER (WHERE j.reason IN ('scheduled', 'snooze')) AS scheduled,
                count(*) FILTER (WHERE j.reason IN ('retry', 'rescue')) AS retryable
@@ -127,7 +128,7 @@ SET jit = off AS $$
                 WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
                   AND c.outcome = 'completed') AS completed
         FROM {schema}.claim_batches b
-        WHERE b.queue = p_queue)
+        WHERE b.queue_id = {schema}.queue_id_of(p_queue))
     SELECT
         (SELECT count(*) FROM {schema}.available_rows(p_queue)),
         (SELECT coalesce(sum(b.n_items - b.closed), 0)::bigint FROM batches b),

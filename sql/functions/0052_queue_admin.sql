@@ -37,13 +37,15 @@ BEGIN
         SELECT p_queue AS queue
         WHERE p_queue IS NOT NULL
           AND (EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue)
-               OR EXISTS (SELECT 1 FROM {schema}.queue_claim_heads h WHERE h.queue = p_queue)
+               OR EXISTS (SELECT 1 FROM {schema}.queue_claim_heads h
+                          WHERE h.queue_id = {schema}.queue_id_of(p_queue))
                OR EXISTS (SELECT 1 FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
                OR EXISTS (SELECT 1 FROM {schema}.deferred_jobs j WHERE j.queue = p_queue))
         UNION ALL
         SELECT q.queue
         FROM (SELECT m.queue FROM {schema}.queue_meta m
-              UNION SELECT h.queue FROM {schema}.queue_claim_heads h
+              UNION SELECT i.queue FROM {schema}.queue_claim_heads h
+                    JOIN {schema}.queue_ids i ON i.queue_id = h.queue_id
               UNION SELECT d.queue FROM {schema}.dlq_entries d
               UNION SELECT j.queue FROM {schema}.deferred_jobs j) AS q
         WHERE p_queue IS NULL)

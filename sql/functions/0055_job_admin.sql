@@ -83,27 +83,29 @@ BEGIN
 
     RETURN QUERY
     WITH ready AS MATERIALIZED (
-        SELECT r.ready_slot, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind,
+        SELECT r.ready_slot, r.queue_id, qi.queue, r.priority, r.enqueue_shard, r.lane_seq,
+               r.job_id, r.kind,
                r.attempt, r.run_lease, r.max_attempts, r.run_at, r.created_at, c.claim_seq,
                d.state AS done_state, d.attempt AS done_attempt, d.run_lease AS done_lease,
                EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                       WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                       WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id
                          AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
                          AND t.lane_seq = r.lane_seq) AS tombstoned
         FROM {schema}.ready_entries r
+        JOIN {schema}.queue_ids qi ON qi.queue_id = r.queue_id
         LEFT JOIN {schema}.queue_claim_heads c
-          ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+          ON c.queue_id = r.queue_id AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
         LEFT JOIN {schema}.done_entries d
-          ON d.ready_slot = r.ready_slot AND d.queue = r.queue AND d.priority = r.priority
+          ON d.ready_slot = r.ready_slot AND d.queue_id = r.queue_id AND d.priority = r.priority
          AND d.enqueue_shard = r.enqueue_shard AND d.lane_seq = r.lane_seq
         WHERE (p_job_id IS NULL OR r.job_id = p_job_id)
           AND (p_after IS NULL OR r.job_id > p_after)
-          AND (p_queue IS NULL OR r.queue = p_queue)
+          AND (p_queue IS NULL OR qi.queue = p_queue)
           AND (p_kind IS NULL OR r.kind = p_kind)
           AND (p_state IS NULL OR p_state IN ('available', 'running', 'waiting', 'completed',
                                               'failed', 'cancelled'))),
     open AS MATERIALIZED (
-        SELECT o.batch_id, o.ready_slot, o.queue, o.priority, o.enqueue_shard, o.lane_seq,
+        SELECT o.batch_id, o.ready_slot, o.queue_id, o.priority, o.enqueue_shard, o.lane_seq,
                l.state AS lease_state
         FROM {schema}.open_attempts() o
         LEFT JOIN {schema}.leases l ON l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq
@@ -145,7 +147,7 @@ BEGIN
                     ELSE 3 END
         FROM ready r
         LEFT JOIN open o
-          ON o.ready_slot = r.ready_slot AND o.queue = r.queue AND o.priority = r.priority
+          ON o.ready_slot = r.ready_slot AND o.queue_id = r.queue_id AND o.priority = r.priority
          AND o.enqueue_shard = r.enqueue_shard AND o.lane_seq = r.lane_seq
         WHERE r.done_state IN ('completed', 'failed', 'cancelled')
            OR (r.done_state IS NULL AND NOT r.tombstoned AND r.lane_seq > 0
@@ -163,18 +165,19 @@ BEGIN
         UNION ALL
         -- Terminal rows without a retained body: jobs cancelled while scheduled before
         -- cancel_job kept one. Counted by queue_counts_exact, so listed (kind unknown).
-        SELECT d.job_id, d.state, d.queue, ''::text, d.priority, d.attempt, 0::smallint,
+        SELECT d.job_id, d.state, qi.queue, ''::text, d.priority, d.attempt, 0::smallint,
                NULL::smallint, d.ready_slot, d.lane_seq, d.run_lease, d.finished_at,
                d.finished_at, NULL::bigint, 5
         FROM {schema}.done_entries d
+        JOIN {schema}.queue_ids qi ON qi.queue_id = d.queue_id
         WHERE d.state IN ('completed', 'failed', 'cancelled')
           AND (p_job_id IS NULL OR d.job_id = p_job_id)
           AND (p_after IS NULL OR d.job_id > p_after)
-          AND (p_queue IS NULL OR d.queue = p_queue)
+          AND (p_queue IS NULL OR qi.queue = p_queue)
           AND p_kind IS NULL
           AND (p_state IS NULL OR p_state IN ('completed', 'failed', 'cancelled'))
           AND NOT EXISTS (SELECT 1 FROM {schema}.ready_entries r
-                          WHERE r.ready_slot = d.ready_slot AND r.queue = d.queue
+                          WHERE r.ready_slot = d.ready_slot AND r.queue_id = d.queue_id
                             AND r.priority = d.priority AND r.enqueue_shard = d.enqueue_shard
                             AND r.lane_seq = d.lane_seq))
     SELECT s.job_id, s.state, s.queue, s.kind, s.priority, s.attempt, s.max_attempts,
@@ -231,7 +234,8 @@ BEGIN
         SELECT r.args, r.metadata, r.tags, r.ordering_key, r.errors, NULL::text AS reason,
                NULL::timestamptz AS dlq_at
         INTO v_body FROM {schema}.ready_entries r
-        WHERE r.ready_slot = v.ready_slot AND r.queue = v.queue AND r.priority = v.priority
+        WHERE r.ready_slot = v.ready_slot AND r.queue_id = {schema}.queue_id_of(v.queue)
+          AND r.priority = v.priority
           AND r.enqueue_shard = coalesce(v.enqueue_shard, 0) AND r.lane_seq = v.lane_seq;
     END IF;
 
@@ -239,7 +243,8 @@ BEGIN
     IF v.state = 'failed' THEN
         SELECT d.attempt, d.error, d.finished_at INTO v_last
         FROM {schema}.done_entries d
-        WHERE d.ready_slot = v.ready_slot AND d.queue = v.queue AND d.priority = v.priority
+        WHERE d.ready_slot = v.ready_slot AND d.queue_id = {schema}.queue_id_of(v.queue)
+          AND d.priority = v.priority
           AND d.enqueue_shard = coalesce(v.enqueue_shard, 0) AND d.lane_seq = v.lane_seq;
         IF FOUND AND v_last.error IS NOT NULL THEN
             v_errors := v_errors || jsonb_build_array(jsonb_build_object(
@@ -254,13 +259,14 @@ BEGIN
     END IF;
 
     WITH rows AS MATERIALIZED (
-        SELECT r.ready_slot, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.attempt,
-               r.run_lease, r.run_at, r.created_at,
+        SELECT r.ready_slot, r.queue_id, qi.queue, r.priority, r.enqueue_shard, r.lane_seq,
+               r.attempt, r.run_lease, r.run_at, r.created_at,
                EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                       WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                       WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id
                          AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
                          AND t.lane_seq = r.lane_seq) AS tombstoned
         FROM {schema}.ready_entries r
+        JOIN {schema}.queue_ids qi ON qi.queue_id = r.queue_id
         WHERE r.job_id = p_job_id),
     claims AS MATERIALIZED (
         -- A claim skips tombstoned rows, and a row is only ever tombstoned before it is
@@ -270,7 +276,7 @@ BEGIN
                format('queue %s, priority %s, lane_seq %s', r.queue, r.priority, r.lane_seq) AS detail
         FROM rows r
         JOIN {schema}.claim_batches b
-          ON b.queue = r.queue AND b.priority = r.priority AND b.enqueue_shard = r.enqueue_shard
+          ON b.queue_id = r.queue_id AND b.priority = r.priority AND b.enqueue_shard = r.enqueue_shard
          AND r.lane_seq BETWEEN b.first_seq AND b.last_seq
         WHERE NOT r.tombstoned AND r.lane_seq > 0),
     events AS (

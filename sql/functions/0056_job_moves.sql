@@ -63,6 +63,7 @@ DECLARE
     v_lane record;
     v_seq  bigint;
     v_slot smallint;
+    v_qid  integer;
 BEGIN
     IF v_n = 0 THEN
         RETURN;
@@ -77,26 +78,27 @@ BEGIN
     PERFORM {schema}.lock_job_admin();
 
     CREATE TEMP TABLE IF NOT EXISTS awa_relocate (
-        job_id bigint, ready_slot smallint, queue text, priority smallint,
+        job_id bigint, ready_slot smallint, queue_id integer, queue text, priority smallint,
         enqueue_shard smallint, lane_seq bigint, ordering_key bytea,
         to_queue text, to_priority smallint, to_shard integer) ON COMMIT DROP;
     TRUNCATE awa_relocate;
 
     INSERT INTO awa_relocate
-    SELECT DISTINCT ON (r.job_id) r.job_id, r.ready_slot, r.queue, r.priority, r.enqueue_shard,
-           r.lane_seq, r.ordering_key, coalesce(t.to_queue, r.queue),
+    SELECT DISTINCT ON (r.job_id) r.job_id, r.ready_slot, r.queue_id, qi.queue, r.priority,
+           r.enqueue_shard, r.lane_seq, r.ordering_key, coalesce(t.to_queue, qi.queue),
            coalesce(t.to_priority, r.priority)::smallint, NULL
     FROM unnest(p_job_ids,
                 coalesce(p_queues, array_fill(NULL::text, ARRAY[v_n])),
                 coalesce(p_priorities, array_fill(NULL::integer, ARRAY[v_n])))
          AS t(job_id, to_queue, to_priority)
     JOIN {schema}.ready_entries r ON r.job_id = t.job_id
+    JOIN {schema}.queue_ids qi ON qi.queue_id = r.queue_id
     JOIN {schema}.queue_claim_heads c
-      ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+      ON c.queue_id = r.queue_id AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
     WHERE r.lane_seq >= c.claim_seq
-      AND (coalesce(t.to_queue, r.queue), coalesce(t.to_priority, r.priority)) <> (r.queue, r.priority)
+      AND (coalesce(t.to_queue, qi.queue), coalesce(t.to_priority, r.priority)) <> (qi.queue, r.priority)
       AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones x
-                      WHERE x.ready_slot = r.ready_slot AND x.queue = r.queue AND x.priority = r.priority
+                      WHERE x.ready_slot = r.ready_slot AND x.queue_id = r.queue_id AND x.priority = r.priority
                         AND x.enqueue_shard = r.enqueue_shard AND x.lane_seq = r.lane_seq)
     ORDER BY r.job_id, r.lane_seq;
     IF NOT FOUND THEN
@@ -106,23 +108,23 @@ BEGIN
     -- The source heads, in one global order.
     PERFORM 1
     FROM {schema}.queue_claim_heads c
-    WHERE (c.queue, c.priority, c.enqueue_shard) IN (SELECT x.queue, x.priority, x.enqueue_shard
-                                                      FROM awa_relocate x)
-    ORDER BY c.queue COLLATE "C", c.priority, c.enqueue_shard
+    WHERE (c.queue_id, c.priority, c.enqueue_shard) IN (SELECT x.queue_id, x.priority, x.enqueue_shard
+                                                         FROM awa_relocate x)
+    ORDER BY c.queue_id, c.priority, c.enqueue_shard
     FOR UPDATE OF c;
 
     -- Under the locks, in a new snapshot: a claim that committed before we got a head may
     -- have taken a row, a cancel may have tombstoned one.
     DELETE FROM awa_relocate x
     WHERE x.lane_seq < (SELECT c.claim_seq FROM {schema}.queue_claim_heads c
-                        WHERE c.queue = x.queue AND c.priority = x.priority
+                        WHERE c.queue_id = x.queue_id AND c.priority = x.priority
                           AND c.enqueue_shard = x.enqueue_shard)
        OR EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                  WHERE t.ready_slot = x.ready_slot AND t.queue = x.queue AND t.priority = x.priority
+                  WHERE t.ready_slot = x.ready_slot AND t.queue_id = x.queue_id AND t.priority = x.priority
                     AND t.enqueue_shard = x.enqueue_shard AND t.lane_seq = x.lane_seq);
 
-    INSERT INTO {schema}.ready_tombstones (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id)
-    SELECT x.ready_slot, x.queue, x.priority, x.enqueue_shard, x.lane_seq, x.job_id
+    INSERT INTO {schema}.ready_tombstones (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id)
+    SELECT x.ready_slot, x.queue_id, x.priority, x.enqueue_shard, x.lane_seq, x.job_id
     FROM awa_relocate x;
 
     -- Keyed rows: the destinations' reshard locks before their counts are read
@@ -148,13 +150,13 @@ BEGIN
         GROUP BY x.to_queue, x.to_priority, x.to_shard
         ORDER BY x.to_queue COLLATE "C", x.to_priority, x.to_shard
     LOOP
-        SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
+        SELECT r.first_seq, r.ready_slot, r.queue_id INTO v_seq, v_slot, v_qid
         FROM {schema}.reserve_lane_range(v_lane.to_queue, v_lane.to_priority, v_lane.to_shard,
                                          v_lane.n::integer) r;
         INSERT INTO {schema}.ready_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
              run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
-        SELECT v_slot, x.to_queue, x.to_priority, x.to_shard,
+        SELECT v_slot, v_qid, x.to_priority, x.to_shard,
                v_seq + row_number() OVER (ORDER BY x.priority, x.queue COLLATE "C",
                                                    x.enqueue_shard, x.lane_seq) - 1,
                r.job_id, r.kind, r.args, r.attempt, r.run_lease, r.max_attempts,
@@ -162,7 +164,7 @@ BEGIN
                r.created_at, r.ordering_key, r.metadata, r.tags, r.errors
         FROM awa_relocate x
         JOIN {schema}.ready_entries r
-          ON r.ready_slot = x.ready_slot AND r.queue = x.queue AND r.priority = x.priority
+          ON r.ready_slot = x.ready_slot AND r.queue_id = x.queue_id AND r.priority = x.priority
          AND r.enqueue_shard = x.enqueue_shard AND r.lane_seq = x.lane_seq
         WHERE x.to_queue = v_lane.to_queue AND x.to_priority = v_lane.to_priority
           AND x.to_shard = v_lane.to_shard;
@@ -176,7 +178,7 @@ BEGIN
                   coalesce(' (' || p_why || ')', ''))
     FROM awa_relocate x
     JOIN {schema}.ready_entries r
-      ON r.ready_slot = x.ready_slot AND r.queue = x.queue AND r.priority = x.priority
+      ON r.ready_slot = x.ready_slot AND r.queue_id = x.queue_id AND r.priority = x.priority
      AND r.enqueue_shard = x.enqueue_shard AND r.lane_seq = x.lane_seq;
 
     RETURN QUERY
@@ -365,7 +367,7 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT d.ready_slot, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.state, d.attempt,
+    SELECT d.ready_slot, d.queue_id, d.priority, d.enqueue_shard, d.lane_seq, d.state, d.attempt,
            d.run_lease, d.finished_at, d.error
     INTO v_done
     FROM {schema}.done_entries d
@@ -379,7 +381,7 @@ BEGIN
     END IF;
     SELECT r.* INTO v_body
     FROM {schema}.ready_entries r
-    WHERE r.ready_slot = v_done.ready_slot AND r.queue = v_done.queue
+    WHERE r.ready_slot = v_done.ready_slot AND r.queue_id = v_done.queue_id
       AND r.priority = v_done.priority AND r.enqueue_shard = v_done.enqueue_shard
       AND r.lane_seq = v_done.lane_seq;
     IF NOT FOUND THEN
@@ -390,16 +392,16 @@ BEGIN
 
     IF v_done.lane_seq < 0 THEN
         DELETE FROM {schema}.done_entries d
-        WHERE d.ready_slot = v_done.ready_slot AND d.queue = v_done.queue
+        WHERE d.ready_slot = v_done.ready_slot AND d.queue_id = v_done.queue_id
           AND d.priority = v_done.priority AND d.enqueue_shard = v_done.enqueue_shard
           AND d.lane_seq = v_done.lane_seq;
         DELETE FROM {schema}.ready_entries r
-        WHERE r.ready_slot = v_done.ready_slot AND r.queue = v_done.queue
+        WHERE r.ready_slot = v_done.ready_slot AND r.queue_id = v_done.queue_id
           AND r.priority = v_done.priority AND r.enqueue_shard = v_done.enqueue_shard
           AND r.lane_seq = v_done.lane_seq;
     ELSE
         UPDATE {schema}.done_entries d SET state = 'retried'
-        WHERE d.ready_slot = v_done.ready_slot AND d.queue = v_done.queue
+        WHERE d.ready_slot = v_done.ready_slot AND d.queue_id = v_done.queue_id
           AND d.priority = v_done.priority AND d.enqueue_shard = v_done.enqueue_shard
           AND d.lane_seq = v_done.lane_seq;
     END IF;
@@ -407,7 +409,8 @@ BEGIN
     INSERT INTO {schema}.deferred_jobs
         (job_id, queue, priority, kind, args, attempt, run_lease, max_attempts, run_at,
          created_at, ordering_key, metadata, tags, errors, reason)
-    VALUES (p_job_id, v_body.queue, v_body.priority, v_body.kind, v_body.args, 0,
+    VALUES (p_job_id, (SELECT i.queue FROM {schema}.queue_ids i WHERE i.queue_id = v_body.queue_id),
+            v_body.priority, v_body.kind, v_body.args, 0,
             greatest(v_body.run_lease, v_done.run_lease), v_body.max_attempts, now(),
             v_body.created_at, v_body.ordering_key, v_body.metadata, v_body.tags,
             CASE WHEN v_done.state = 'failed' AND v_done.error IS NOT NULL
@@ -438,14 +441,15 @@ BEGIN
     PERFORM {schema}.lock_job_admin();
     WITH picked AS (
         UPDATE {schema}.done_entries d SET state = 'retried'
-        FROM {schema}.ready_entries r
+        FROM {schema}.ready_entries r, {schema}.queue_ids qi
         WHERE d.state = 'failed' AND d.lane_seq > 0
-          AND (p_queue IS NULL OR d.queue = p_queue)
+          AND (p_queue IS NULL OR qi.queue = p_queue)
           AND (p_kind IS NULL OR r.kind = p_kind)
-          AND r.ready_slot = d.ready_slot AND r.queue = d.queue AND r.priority = d.priority
+          AND qi.queue_id = d.queue_id
+          AND r.ready_slot = d.ready_slot AND r.queue_id = d.queue_id AND r.priority = d.priority
           AND r.enqueue_shard = d.enqueue_shard AND r.lane_seq = d.lane_seq
         RETURNING d.job_id, d.attempt AS done_attempt, d.run_lease AS done_lease, d.finished_at,
-                  d.error, r.queue, r.priority, r.kind, r.args, r.run_lease, r.max_attempts,
+                  d.error, qi.queue, r.priority, r.kind, r.args, r.run_lease, r.max_attempts,
                   r.created_at, r.ordering_key, r.metadata, r.tags, r.errors),
     requeued AS (
         INSERT INTO {schema}.deferred_jobs

@@ -20,6 +20,7 @@ DECLARE
     v_seq  bigint;
     v_slot smallint;
     v_n    integer;
+    v_qid  integer;
 BEGIN
     -- The leader calls this every round; most rounds nothing is due. Creating and dropping
     -- the temp table costs catalog writes (and catalog bloat) each time, so look first —
@@ -73,13 +74,13 @@ BEGIN
         GROUP BY b.queue, b.priority, b.shard
         ORDER BY b.queue COLLATE "C", b.priority, b.shard
     LOOP
-        SELECT r.first_seq, r.ready_slot INTO v_seq, v_slot
+        SELECT r.first_seq, r.ready_slot, r.queue_id INTO v_seq, v_slot, v_qid
         FROM {schema}.reserve_lane_range(v_lane.queue, v_lane.priority, v_lane.shard, v_lane.n::integer) r;
         INSERT INTO {schema}.ready_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
              run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
         SELECT v_slot,
-               b.queue, b.priority, b.shard,
+               v_qid, b.priority, b.shard,
                v_seq + row_number() OVER (ORDER BY b.run_at, b.job_id) - 1,
                b.job_id, b.kind, b.args, b.attempt, b.run_lease, b.max_attempts, b.run_at,
                b.created_at, b.ordering_key, b.metadata, b.tags, b.errors

@@ -119,9 +119,10 @@ BEGIN
         FROM batches b
         JOIN {schema}.claim_closures c ON c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id),
     open AS MATERIALIZED (
-        SELECT f.*, b.claim_slot, b.queue, b.priority, b.enqueue_shard
+        SELECT f.*, b.claim_slot, b.queue_id, qi.queue, b.priority, b.enqueue_shard
         FROM first f
         JOIN batches b ON b.batch_id = f.batch_id
+        JOIN {schema}.queue_ids qi ON qi.queue_id = b.queue_id
         WHERE f.lane_seq BETWEEN b.first_seq AND b.last_seq
           AND NOT EXISTS (SELECT 1 FROM closed c
                           WHERE c.batch_id = f.batch_id AND c.lane_seqs @> f.lane_seq)),
@@ -150,7 +151,7 @@ BEGIN
             -- that carried the row (see claim_ready_runtime's guard)
             FROM unnest((SELECT {schema}.ring_live_slots('queue'))) AS s(slot)
             JOIN {schema}.ready_entries r
-              ON r.ready_slot = s.slot AND r.queue = o.queue AND r.priority = o.priority
+              ON r.ready_slot = s.slot AND r.queue_id = o.queue_id AND r.priority = o.priority
              AND r.enqueue_shard = o.enqueue_shard AND r.lane_seq = o.lane_seq
             WHERE o.outcome <> 'completed' OR o.result IS NOT NULL
             LIMIT 1) AS r ON true
@@ -166,9 +167,9 @@ BEGIN
         GROUP BY d.claim_slot, d.batch_id, d.state = 'completed' AND d.kept IS NULL),
     history AS (
         INSERT INTO {schema}.done_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt,
              state, error, result)
-        SELECT d.ready_slot, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id,
+        SELECT d.ready_slot, d.queue_id, d.priority, d.enqueue_shard, d.lane_seq, d.job_id,
                d.attempt_lease, d.closed_attempt, d.state, d.error, d.kept
         FROM decided d
         WHERE d.state <> 'completed' OR d.kept IS NOT NULL

@@ -38,7 +38,7 @@ BEGIN
                     coalesce(p_progress, array_fill(NULL::jsonb, ARRAY[cardinality(p_batches)])))
              AS t(batch_id, lane_seq, job_id, run_lease, ready_slot, attempt, progress)),
     open AS MATERIALIZED (
-        SELECT i.*, b.queue, b.priority, b.enqueue_shard, b.deadline_at
+        SELECT i.*, b.queue_id, b.priority, b.enqueue_shard, b.deadline_at
         FROM input i
         JOIN {schema}.claim_batches b ON b.batch_id = i.batch_id
         WHERE i.lane_seq BETWEEN b.first_seq AND b.last_seq
@@ -53,9 +53,9 @@ BEGIN
         RETURNING o.job_id, o.run_lease),
     ins AS (
         INSERT INTO {schema}.leases
-            (lease_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, ready_slot,
+            (lease_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, ready_slot,
              claim_batch, attempt, state, heartbeat_at, deadline_at, progress)
-        SELECT v_slot, o.queue, o.priority, o.enqueue_shard, o.lane_seq, o.job_id, o.run_lease,
+        SELECT v_slot, o.queue_id, o.priority, o.enqueue_shard, o.lane_seq, o.job_id, o.run_lease,
                o.ready_slot, o.batch_id, o.attempt, 'running', now(), o.deadline_at, o.progress
         FROM open o
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.leases l
@@ -76,9 +76,10 @@ $$;
 -- partition's statistics, the planner then assumes a few hundred rows in each empty
 -- partition, and the estimate crosses jit_above_cost — over a second of JIT compilation
 -- for a scan of one batch (RingsTest.OpenAttemptScanIsNotJitCompiled).
+DROP FUNCTION IF EXISTS {schema}.open_attempts(bigint[]);
 CREATE OR REPLACE FUNCTION {schema}.open_attempts(p_only_batches bigint[] DEFAULT NULL)
 RETURNS TABLE (batch_id bigint, claim_slot smallint, lane_seq bigint, job_id bigint,
-               run_lease bigint, attempt smallint, ready_slot smallint, queue text,
+               run_lease bigint, attempt smallint, ready_slot smallint, queue_id integer,
                priority smallint, enqueue_shard smallint, claimed_at timestamptz,
                deadline_at timestamptz)
 LANGUAGE plpgsql STABLE
@@ -94,14 +95,14 @@ BEGIN
                                     FROM {schema}.claim_closures c
                                     WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0))
     SELECT b.batch_id, b.claim_slot, r.lane_seq, r.job_id, r.run_lease + 1, (r.attempt + 1)::smallint,
-           r.ready_slot, b.queue, b.priority, b.enqueue_shard, b.claimed_at, b.deadline_at
+           r.ready_slot, b.queue_id, b.priority, b.enqueue_shard, b.claimed_at, b.deadline_at
     FROM open_batches b
     CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
     JOIN {schema}.ready_entries r
-      ON r.ready_slot = s.slot AND r.queue = b.queue AND r.priority = b.priority
+      ON r.ready_slot = s.slot AND r.queue_id = b.queue_id AND r.priority = b.priority
      AND r.enqueue_shard = b.enqueue_shard AND r.lane_seq BETWEEN b.first_seq AND b.last_seq
     WHERE NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue AND t.priority = r.priority
+                      WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id AND t.priority = r.priority
                         AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
       AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
                       WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
@@ -307,6 +308,7 @@ DECLARE
     v_claim bigint;
     v_state text;
     v_n     integer;
+    v_qid   integer;
 BEGIN
     DELETE FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id RETURNING * INTO v_def;
     IF FOUND THEN
@@ -316,31 +318,32 @@ BEGIN
         -- claim cursor (>= 1), so it is history: never claimed, counted, carried or
         -- found pending by prune. The slot is held for write, as a producer's is.
         v_slot := {schema}.ready_slot_for_write();
+        v_qid := {schema}.ensure_queue_id(v_def.queue);
         INSERT INTO {schema}.ready_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args, attempt,
              run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags, errors)
-        VALUES (v_slot, v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.kind,
+        VALUES (v_slot, v_qid, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.kind,
                 v_def.args, v_def.attempt, v_def.run_lease, v_def.max_attempts, v_def.run_at,
                 v_def.created_at, v_def.ordering_key, v_def.metadata, v_def.tags, v_def.errors);
         INSERT INTO {schema}.done_entries
-            (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-        VALUES (v_slot, v_def.queue, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
+        VALUES (v_slot, v_qid, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
                 v_def.attempt, 'cancelled', 'cancelled while scheduled');
         RETURN 'scheduled';
     END IF;
 
     -- Not claimed yet: at or after its lane's claim cursor.
-    SELECT r.ready_slot, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.run_lease, r.attempt
+    SELECT r.ready_slot, r.queue_id, r.priority, r.enqueue_shard, r.lane_seq, r.run_lease, r.attempt
     INTO v_ready
     FROM {schema}.queue_claim_heads c
     CROSS JOIN unnest({schema}.ring_live_slots('queue')) AS s(slot)
     JOIN {schema}.ready_entries r
-      ON r.ready_slot = s.slot AND r.queue = c.queue AND r.priority = c.priority
+      ON r.ready_slot = s.slot AND r.queue_id = c.queue_id AND r.priority = c.priority
      AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
     WHERE r.job_id = p_job_id
       -- a moved job's old row is tombstoned; its live row is elsewhere
       AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                      WHERE t.ready_slot = r.ready_slot AND t.queue = r.queue
+                      WHERE t.ready_slot = r.ready_slot AND t.queue_id = r.queue_id
                         AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
                         AND t.lane_seq = r.lane_seq)
     LIMIT 1;
@@ -349,12 +352,12 @@ BEGIN
         -- behind the cursor (claimed) or not (and no claim can take it before we commit).
         SELECT c.claim_seq INTO v_claim
         FROM {schema}.queue_claim_heads c
-        WHERE c.queue = v_ready.queue AND c.priority = v_ready.priority
+        WHERE c.queue_id = v_ready.queue_id AND c.priority = v_ready.priority
           AND c.enqueue_shard = v_ready.enqueue_shard
         FOR UPDATE;
         IF v_ready.lane_seq >= v_claim THEN
-            INSERT INTO {schema}.ready_tombstones (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id)
-            VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
+            INSERT INTO {schema}.ready_tombstones (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id)
+            VALUES (v_ready.ready_slot, v_ready.queue_id, v_ready.priority, v_ready.enqueue_shard,
                     v_ready.lane_seq, p_job_id)
             ON CONFLICT DO NOTHING;
             GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -362,8 +365,8 @@ BEGIN
                 RETURN 'finished';
             END IF;
             INSERT INTO {schema}.done_entries
-                (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
-            VALUES (v_ready.ready_slot, v_ready.queue, v_ready.priority, v_ready.enqueue_shard,
+                (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
+            VALUES (v_ready.ready_slot, v_ready.queue_id, v_ready.priority, v_ready.enqueue_shard,
                     v_ready.lane_seq, p_job_id, v_ready.run_lease, v_ready.attempt, 'cancelled',
                     'cancelled before it ran');
             RETURN 'available';

@@ -62,12 +62,12 @@ BEGIN
             RAISE EXCEPTION 'register_callback: an attempt without a callback needs a timeout'
                 USING ERRCODE = '22023';
         END IF;
-        SELECT b.queue, b.priority, b.enqueue_shard, b.deadline_at INTO v_batch
+        SELECT b.queue_id, b.priority, b.enqueue_shard, b.deadline_at INTO v_batch
         FROM {schema}.claim_batches b WHERE b.batch_id = p_batch;
         INSERT INTO {schema}.leases
-            (lease_slot, queue, priority, enqueue_shard, lane_seq, job_id, run_lease, ready_slot,
+            (lease_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, ready_slot,
              claim_batch, attempt, state, heartbeat_at, deadline_at, callback_id, callback_timeout_at)
-        VALUES ({schema}.ring_current_slot('lease'), v_batch.queue, v_batch.priority,
+        VALUES ({schema}.ring_current_slot('lease'), v_batch.queue_id, v_batch.priority,
                 v_batch.enqueue_shard, p_lane_seq, p_job_id, p_run_lease, p_ready_slot, p_batch,
                 p_attempt, CASE WHEN p_wait THEN 'waiting_external' ELSE 'running' END, now(),
                 v_batch.deadline_at, gen_random_uuid(), now() + p_timeout)

@@ -150,15 +150,16 @@ BEGIN
         -- lane key: two shards both have a lane_seq 1 (models/sharded_prune.pml).
         -- The first one found is enough to refuse (a backlog can be large).
         -- One index probe per lane, from its cursor.
-        SELECT c.queue, c.priority, c.enqueue_shard, r.lane_seq INTO v_lane
+        SELECT (SELECT i.queue FROM {schema}.queue_ids i WHERE i.queue_id = c.queue_id) AS queue,
+               c.priority, c.enqueue_shard, r.lane_seq INTO v_lane
         FROM {schema}.queue_claim_heads c
         CROSS JOIN LATERAL (
             SELECT r.lane_seq
             FROM {schema}.ready_entries r
-            WHERE r.ready_slot = p_slot AND r.queue = c.queue AND r.priority = c.priority
+            WHERE r.ready_slot = p_slot AND r.queue_id = c.queue_id AND r.priority = c.priority
               AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
               AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                              WHERE t.ready_slot = p_slot AND t.queue = r.queue
+                              WHERE t.ready_slot = p_slot AND t.queue_id = r.queue_id
                                 AND t.priority = r.priority AND t.enqueue_shard = r.enqueue_shard
                                 AND t.lane_seq = r.lane_seq)
             ORDER BY r.lane_seq
@@ -290,7 +291,10 @@ BEGIN
         -- is closed is an orphan and goes.
         WITH moved AS (
             INSERT INTO {schema}.leases
-            SELECT v_cur.slot, l.queue, l.priority, l.enqueue_shard, l.lane_seq, l.job_id, l.run_lease,
+                (lease_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease,
+                 ready_slot, attempt, state, heartbeat_at, deadline_at, callback_timeout_at,
+                 progress, claim_batch, callback_id)
+            SELECT v_cur.slot, l.queue_id, l.priority, l.enqueue_shard, l.lane_seq, l.job_id, l.run_lease,
                    l.ready_slot, l.attempt, l.state, l.heartbeat_at, l.deadline_at,
                    l.callback_timeout_at, l.progress, l.claim_batch, l.callback_id
             FROM {schema}.leases l
@@ -357,56 +361,56 @@ LANGUAGE plpgsql
 SET jit = off AS $$
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
-        queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+        queue_id integer, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
     -- Two statements per case rather than one with a condition on p_listed: a semi-join
     -- and an anti-join each get a hash plan; a correlated test would probe per row.
     IF p_listed THEN
-        INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
-        SELECT d.queue, d.state, count(*)
+        INSERT INTO {schema}.terminal_rollups AS t (queue_id, state, jobs)
+        SELECT d.queue_id, d.state, count(*)
         FROM {schema}.done_entries d
         WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
-          AND (d.queue, d.priority, d.enqueue_shard, d.lane_seq) IN (
-              SELECT k.queue, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
-        GROUP BY d.queue, d.state
-        ORDER BY d.queue, d.state
-        ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
-        INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
-        SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
+          AND (d.queue_id, d.priority, d.enqueue_shard, d.lane_seq) IN (
+              SELECT k.queue_id, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
+        GROUP BY d.queue_id, d.state
+        ORDER BY d.queue_id, d.state
+        ON CONFLICT (queue_id, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+        INSERT INTO {schema}.minute_rollups AS t (queue_id, priority, enqueue_shard, minute, completed, failed)
+        SELECT d.queue_id, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
                count(*) FILTER (WHERE d.state = 'completed'),
                count(*) FILTER (WHERE d.state <> 'completed')
         FROM {schema}.done_entries d
         WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
           AND d.finished_at >= {schema}.minute_rollups_from()
-          AND (d.queue, d.priority, d.enqueue_shard, d.lane_seq) IN (
-              SELECT k.queue, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
-        GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-        ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-        ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+          AND (d.queue_id, d.priority, d.enqueue_shard, d.lane_seq) IN (
+              SELECT k.queue_id, k.priority, k.enqueue_shard, k.lane_seq FROM awa_fold_keys k)
+        GROUP BY d.queue_id, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ORDER BY d.queue_id, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ON CONFLICT (queue_id, minute, priority, enqueue_shard) DO UPDATE
             SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
     ELSE
-        INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
-        SELECT d.queue, d.state, count(*)
+        INSERT INTO {schema}.terminal_rollups AS t (queue_id, state, jobs)
+        SELECT d.queue_id, d.state, count(*)
         FROM {schema}.done_entries d
         WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'cancelled')
           AND NOT EXISTS (SELECT 1 FROM awa_fold_keys k
-                          WHERE k.queue = d.queue AND k.priority = d.priority
+                          WHERE k.queue_id = d.queue_id AND k.priority = d.priority
                             AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
-        GROUP BY d.queue, d.state
-        ORDER BY d.queue, d.state
-        ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
-        INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, failed)
-        SELECT d.queue, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
+        GROUP BY d.queue_id, d.state
+        ORDER BY d.queue_id, d.state
+        ON CONFLICT (queue_id, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+        INSERT INTO {schema}.minute_rollups AS t (queue_id, priority, enqueue_shard, minute, completed, failed)
+        SELECT d.queue_id, d.priority, d.enqueue_shard, date_trunc('minute', d.finished_at),
                count(*) FILTER (WHERE d.state = 'completed'),
                count(*) FILTER (WHERE d.state <> 'completed')
         FROM {schema}.done_entries d
         WHERE d.ready_slot = p_slot AND d.state IN ('completed', 'failed', 'dlq')
           AND d.finished_at >= {schema}.minute_rollups_from()
           AND NOT EXISTS (SELECT 1 FROM awa_fold_keys k
-                          WHERE k.queue = d.queue AND k.priority = d.priority
+                          WHERE k.queue_id = d.queue_id AND k.priority = d.priority
                             AND k.enqueue_shard = d.enqueue_shard AND k.lane_seq = d.lane_seq)
-        GROUP BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-        ORDER BY d.queue, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
-        ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+        GROUP BY d.queue_id, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ORDER BY d.queue_id, date_trunc('minute', d.finished_at), d.priority, d.enqueue_shard
+        ON CONFLICT (queue_id, minute, priority, enqueue_shard) DO UPDATE
             SET completed = t.completed + EXCLUDED.completed, failed = t.failed + EXCLUDED.failed;
     END IF;
     PERFORM {schema}.minute_rollups_trim();
@@ -426,20 +430,22 @@ DECLARE
     v_k bigint;
 BEGIN
     CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
-        queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+        queue_id integer, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
     TRUNCATE awa_fold_keys;
 
     -- Failed jobs stay inspectable (and retryable) for the retention window.
     INSERT INTO awa_fold_keys
-    SELECT d.queue, d.priority, d.enqueue_shard, d.lane_seq
+    SELECT d.queue_id, d.priority, d.enqueue_shard, d.lane_seq
     FROM {schema}.done_entries d
     WHERE d.ready_slot = p_slot AND d.state = 'failed' AND d.finished_at >= now() - p_failed_retention;
     WITH kept AS (
         INSERT INTO {schema}.done_entries
-        SELECT -1, d.queue, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
-               d.attempt, d.state, d.finished_at, d.error
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt,
+             state, finished_at, error, result)
+        SELECT -1, d.queue_id, d.priority, d.enqueue_shard, d.lane_seq, d.job_id, d.run_lease,
+               d.attempt, d.state, d.finished_at, d.error, d.result
         FROM {schema}.done_entries d
-        JOIN awa_fold_keys k USING (queue, priority, enqueue_shard, lane_seq)
+        JOIN awa_fold_keys k USING (queue_id, priority, enqueue_shard, lane_seq)
         WHERE d.ready_slot = p_slot
         RETURNING 1)
     SELECT count(*) INTO v_k FROM kept;
@@ -456,29 +462,32 @@ BEGIN
         -- slots (the keep slot included while ring_prunes.keep_live says so) and the
         -- batches' lane ranges still find them.
         INSERT INTO awa_fold_keys
-        SELECT r.queue, r.priority, r.enqueue_shard, r.lane_seq
+        SELECT r.queue_id, r.priority, r.enqueue_shard, r.lane_seq
         FROM {schema}.ready_entries r
         JOIN {schema}.queue_claim_heads c
-          ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+          ON c.queue_id = r.queue_id AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
         WHERE r.ready_slot = p_slot AND r.lane_seq >= c.claim_seq
           AND NOT EXISTS (SELECT 1 FROM {schema}.ready_tombstones t
-                          WHERE t.ready_slot = p_slot AND t.queue = r.queue AND t.priority = r.priority
+                          WHERE t.ready_slot = p_slot AND t.queue_id = r.queue_id AND t.priority = r.priority
                             AND t.enqueue_shard = r.enqueue_shard AND t.lane_seq = r.lane_seq)
         UNION
-        SELECT o.queue, o.priority, o.enqueue_shard, o.lane_seq
+        SELECT o.queue_id, o.priority, o.enqueue_shard, o.lane_seq
         FROM {schema}.open_attempts() o
         WHERE o.ready_slot = p_slot;
     END IF;
 
     WITH kept AS (
         INSERT INTO {schema}.ready_entries
-        SELECT -1, r.queue, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind, r.args,
+            (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args,
+             attempt, run_lease, max_attempts, run_at, created_at, ordering_key, metadata, tags,
+             errors)
+        SELECT -1, r.queue_id, r.priority, r.enqueue_shard, r.lane_seq, r.job_id, r.kind, r.args,
                r.attempt, r.run_lease, r.max_attempts, r.run_at, r.created_at, r.ordering_key,
                r.metadata, r.tags, r.errors
         FROM {schema}.ready_entries r
         WHERE r.ready_slot = p_slot
           AND EXISTS (SELECT 1 FROM awa_fold_keys k
-                      WHERE k.queue = r.queue AND k.priority = r.priority
+                      WHERE k.queue_id = r.queue_id AND k.priority = r.priority
                         AND k.enqueue_shard = r.enqueue_shard AND k.lane_seq = r.lane_seq)
         RETURNING 1)
     SELECT count(*) INTO v_k FROM kept;
@@ -513,41 +522,43 @@ BEGIN
         RETURN -1;
     END IF;
 
-    INSERT INTO {schema}.terminal_rollups AS t (queue, state, jobs)
-    SELECT b.queue, 'completed', sum(c.n_closed)
+    INSERT INTO {schema}.terminal_rollups AS t (queue_id, state, jobs)
+    SELECT b.queue_id, 'completed', sum(c.n_closed)
     FROM {schema}.claim_closures c
     JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
     WHERE c.claim_slot = p_slot AND c.outcome = 'completed' AND b.batch_id <> ALL (v_open)
-    GROUP BY b.queue
-    ORDER BY b.queue
-    ON CONFLICT (queue, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
+    GROUP BY b.queue_id
+    ORDER BY b.queue_id
+    ON CONFLICT (queue_id, state) DO UPDATE SET jobs = t.jobs + EXCLUDED.jobs;
 
     -- The same batches' claims (minute of claimed_at) and successes (minute of closed_at)
     -- per lane, for the rates (Admin::shard_claims, Admin::throughput). One statement, so
     -- its row locks are taken in key order like every other writer's.
-    INSERT INTO {schema}.minute_rollups AS t (queue, priority, enqueue_shard, minute, completed, claims)
-    SELECT e.queue, e.priority, e.enqueue_shard, e.minute, sum(e.completed), sum(e.claims)
+    INSERT INTO {schema}.minute_rollups AS t (queue_id, priority, enqueue_shard, minute, completed, claims)
+    SELECT e.queue_id, e.priority, e.enqueue_shard, e.minute, sum(e.completed), sum(e.claims)
     FROM (
-        SELECT b.queue, b.priority, b.enqueue_shard, date_trunc('minute', b.claimed_at) AS minute,
+        SELECT b.queue_id, b.priority, b.enqueue_shard, date_trunc('minute', b.claimed_at) AS minute,
                0::bigint AS completed, b.n_items::bigint AS claims
         FROM {schema}.claim_batches b
         WHERE b.claim_slot = p_slot AND b.batch_id <> ALL (v_open)
         UNION ALL
-        SELECT b.queue, b.priority, b.enqueue_shard, date_trunc('minute', c.closed_at),
+        SELECT b.queue_id, b.priority, b.enqueue_shard, date_trunc('minute', c.closed_at),
                c.n_closed::bigint, 0::bigint
         FROM {schema}.claim_closures c
         JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
         WHERE c.claim_slot = p_slot AND c.outcome = 'completed' AND b.batch_id <> ALL (v_open)) e
     WHERE e.minute >= {schema}.minute_rollups_from()
-    GROUP BY e.queue, e.minute, e.priority, e.enqueue_shard
-    ORDER BY e.queue, e.minute, e.priority, e.enqueue_shard
-    ON CONFLICT (queue, minute, priority, enqueue_shard) DO UPDATE
+    GROUP BY e.queue_id, e.minute, e.priority, e.enqueue_shard
+    ORDER BY e.queue_id, e.minute, e.priority, e.enqueue_shard
+    ON CONFLICT (queue_id, minute, priority, enqueue_shard) DO UPDATE
         SET completed = t.completed + EXCLUDED.completed, claims = t.claims + EXCLUDED.claims;
     PERFORM {schema}.minute_rollups_trim();
 
     WITH kept AS (
         INSERT INTO {schema}.claim_batches
-        SELECT p_into, b.batch_id, b.queue, b.priority, b.enqueue_shard, b.first_seq, b.last_seq,
+            (claim_slot, batch_id, queue_id, priority, enqueue_shard, first_seq, last_seq, n_items,
+             claimed_at, deadline_at)
+        SELECT p_into, b.batch_id, b.queue_id, b.priority, b.enqueue_shard, b.first_seq, b.last_seq,
                b.n_items, b.claimed_at, b.deadline_at
         FROM {schema}.claim_batches b
         WHERE b.claim_slot = p_slot AND b.batch_id = ANY (v_open)

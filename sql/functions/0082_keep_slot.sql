@@ -24,7 +24,7 @@ LANGUAGE sql STABLE AS $$
                    CROSS JOIN LATERAL (
                        SELECT 1
                        FROM {schema}.ready_entries r
-                       WHERE r.ready_slot = -1 AND r.queue = c.queue AND r.priority = c.priority
+                       WHERE r.ready_slot = -1 AND r.queue_id = c.queue_id AND r.priority = c.priority
                          AND r.enqueue_shard = c.enqueue_shard AND r.lane_seq >= c.claim_seq
                        LIMIT 1) AS pending)
         OR EXISTS (SELECT 1
@@ -33,7 +33,7 @@ LANGUAGE sql STABLE AS $$
                                                WHERE c.claim_slot = b.claim_slot
                                                  AND c.batch_id = b.batch_id), 0)
                      AND EXISTS (SELECT 1 FROM {schema}.ready_entries r
-                                 WHERE r.ready_slot = -1 AND r.queue = b.queue
+                                 WHERE r.ready_slot = -1 AND r.queue_id = b.queue_id
                                    AND r.priority = b.priority AND r.enqueue_shard = b.enqueue_shard
                                    AND r.lane_seq BETWEEN b.first_seq AND b.last_seq))
 $$;
@@ -98,7 +98,7 @@ BEGIN
                            WHERE d.ready_slot = -1 AND d.state = 'failed'
                              AND d.finished_at >= now() - p_failed_retention) THEN
             CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
-                queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+                queue_id integer, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
             TRUNCATE awa_fold_keys;
             PERFORM {schema}.fold_done_rows(-1::smallint, false);
             SELECT count(*) INTO v_k FROM {schema}.ready_entries r WHERE r.ready_slot = -1;
@@ -117,31 +117,31 @@ BEGIN
 
     -- Row by row: the dead ready rows, up to the limit.
     CREATE TEMP TABLE IF NOT EXISTS awa_fold_keys (
-        queue text, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
+        queue_id integer, priority smallint, enqueue_shard smallint, lane_seq bigint) ON COMMIT DROP;
     TRUNCATE awa_fold_keys;
     INSERT INTO awa_fold_keys
     WITH open_in_keep AS MATERIALIZED (
         -- Attempts still open whose ready row is in the keep slot.
-        SELECT r.queue, r.priority, r.enqueue_shard, r.lane_seq
+        SELECT r.queue_id, r.priority, r.enqueue_shard, r.lane_seq
         FROM {schema}.claim_batches b
         JOIN {schema}.ready_entries r
-          ON r.ready_slot = -1 AND r.queue = b.queue AND r.priority = b.priority
+          ON r.ready_slot = -1 AND r.queue_id = b.queue_id AND r.priority = b.priority
          AND r.enqueue_shard = b.enqueue_shard AND r.lane_seq BETWEEN b.first_seq AND b.last_seq
         WHERE b.n_items > coalesce((SELECT sum(c.n_closed) FROM {schema}.claim_closures c
                                     WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id), 0)
           AND NOT EXISTS (SELECT 1 FROM {schema}.claim_closures c
                           WHERE c.claim_slot = b.claim_slot AND c.batch_id = b.batch_id
                             AND c.lane_seqs @> r.lane_seq))
-    SELECT r.queue, r.priority, r.enqueue_shard, r.lane_seq
+    SELECT r.queue_id, r.priority, r.enqueue_shard, r.lane_seq
     FROM {schema}.ready_entries r
     JOIN {schema}.queue_claim_heads c
-      ON c.queue = r.queue AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
+      ON c.queue_id = r.queue_id AND c.priority = r.priority AND c.enqueue_shard = r.enqueue_shard
     WHERE r.ready_slot = -1 AND r.lane_seq < c.claim_seq
       AND NOT EXISTS (SELECT 1 FROM open_in_keep o
-                      WHERE o.queue = r.queue AND o.priority = r.priority
+                      WHERE o.queue_id = r.queue_id AND o.priority = r.priority
                         AND o.enqueue_shard = r.enqueue_shard AND o.lane_seq = r.lane_seq)
       AND NOT EXISTS (SELECT 1 FROM {schema}.done_entries d
-                      WHERE d.ready_slot = -1 AND d.queue = r.queue AND d.priority = r.priority
+                      WHERE d.ready_slot = -1 AND d.queue_id = r.queue_id AND d.priority = r.priority
                         AND d.enqueue_shard = r.enqueue_shard AND d.lane_seq = r.lane_seq
                         AND d.state = 'failed' AND d.finished_at >= now() - p_failed_retention)
     LIMIT p_limit;
@@ -150,7 +150,7 @@ BEGIN
     WITH gone AS (
         DELETE FROM {schema}.done_entries d
         USING awa_fold_keys k
-        WHERE d.ready_slot = -1 AND d.queue = k.queue AND d.priority = k.priority
+        WHERE d.ready_slot = -1 AND d.queue_id = k.queue_id AND d.priority = k.priority
           AND d.enqueue_shard = k.enqueue_shard AND d.lane_seq = k.lane_seq
         RETURNING 1)
     SELECT count(*) INTO v_k FROM gone;
@@ -158,7 +158,7 @@ BEGIN
     WITH gone AS (
         DELETE FROM {schema}.ready_tombstones t
         USING awa_fold_keys k
-        WHERE t.ready_slot = -1 AND t.queue = k.queue AND t.priority = k.priority
+        WHERE t.ready_slot = -1 AND t.queue_id = k.queue_id AND t.priority = k.priority
           AND t.enqueue_shard = k.enqueue_shard AND t.lane_seq = k.lane_seq
         RETURNING 1)
     SELECT count(*) INTO v_k FROM gone;
@@ -166,7 +166,7 @@ BEGIN
     WITH gone AS (
         DELETE FROM {schema}.ready_entries r
         USING awa_fold_keys k
-        WHERE r.ready_slot = -1 AND r.queue = k.queue AND r.priority = k.priority
+        WHERE r.ready_slot = -1 AND r.queue_id = k.queue_id AND r.priority = k.priority
           AND r.enqueue_shard = k.enqueue_shard AND r.lane_seq = k.lane_seq
         RETURNING 1)
     SELECT count(*) INTO v_k FROM gone;

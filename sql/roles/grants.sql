@@ -4,8 +4,8 @@
 -- see the gap between the revoke and the grants.
 --
 -- {producer}: enqueue only. The C++ producer (src/storage/enqueue*.cpp, sql/queries/enqueue)
---   reads queue_meta's shard counts, INSERTs (or COPYs) into ready_entries and
---   deferred_jobs (inside a caller's transaction into enqueue_staging instead, whose
+--   reads queue_meta's shard counts and queue_ids, INSERTs (or COPYs) into ready_entries
+--   and deferred_jobs (inside a caller's transaction into enqueue_staging instead, whose
 --   commit trigger place_staged_jobs is SECURITY DEFINER), takes job ids from job_ids,
 --   and reserves lanes through ensure_lane and reserve_lane_range — SECURITY DEFINER (sql/security/function_settings.sql). Its
 --   one-job path (sql/queries/enqueue/insert_one.sql: a self-committing insert of one job
@@ -57,7 +57,8 @@ GRANT SELECT ON {schema}.queue_meta TO {producer};
 GRANT INSERT ON {schema}.ready_entries, {schema}.deferred_jobs, {schema}.enqueue_staging TO {producer};
 GRANT SELECT (lane_seq, job_id) ON {schema}.ready_entries TO {producer};
 GRANT USAGE ON SEQUENCE {schema}.job_ids, {schema}.compat_rotor TO {producer};
-GRANT SELECT (queue, priority, enqueue_shard, lane_id, seq) ON {schema}.queue_enqueue_heads TO {producer};
+GRANT SELECT (queue_id, priority, enqueue_shard, lane_id, seq) ON {schema}.queue_enqueue_heads TO {producer};
+GRANT SELECT ON {schema}.queue_ids TO {producer};
 GRANT SELECT (ring, generation, slot) ON {schema}.ring_rotations TO {producer};
 
 -- Worker and admin.
@@ -81,7 +82,7 @@ BEGIN
         WHERE p.pronamespace = '{schema}'::regnamespace
           AND p.proname IN ('insert_job_compat', 'insert_jobs_compat', 'ensure_lane',
                             'reserve_lane_range', 'notify_channel', 'validate_job',
-                            'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'shard_for_ordering_key',
+                            'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'queue_id_of', 'shard_for_ordering_key',
                             'ordering_key_hash', 'unique_spec', 'unique_key', 'claim_unique_key',
                             'claim_unique_keys', 'set_unique_key_holders', 'check_job_state',
                             'hold_shard_counts', 'check_shard_counts')

@@ -21,10 +21,12 @@
 
 namespace awa::schema {
 
-inline constexpr int kFunctionCatalogue = 4;
+inline constexpr int kFunctionCatalogue = 5;
 
-// The oldest catalogue whose binaries may run against this build's functions.
-inline constexpr int kOldestCompatibleCatalogue = 1;
+// The oldest catalogue whose binaries may run against this build's functions. 5: the
+// functions of catalogue 5 read and write the queue ids of migration 0018, whose tables
+// no build of an older catalogue can write.
+inline constexpr int kOldestCompatibleCatalogue = 5;
 
 static_assert(kOldestCompatibleCatalogue <= kFunctionCatalogue);
 

@@ -60,19 +60,20 @@ std::int64_t pg_micros(std::chrono::system_clock::time_point tp) {
 
 }  // namespace
 
-void CopyPayload::patch(std::size_t r, int slot, std::int64_t seq, std::int64_t id,
-                        std::int64_t tx_micros) {
+void CopyPayload::patch(std::size_t r, int slot, std::int32_t queue_id, std::int64_t seq,
+                        std::int64_t id, std::int64_t tx_micros) {
   const Row& row = rows[r];
   const auto pg_tx = static_cast<std::uint64_t>(tx_micros - kPgEpochMicros);
   patch_be(data, row.slot, static_cast<std::uint64_t>(slot), 2);
+  patch_be(data, row.queue_id, static_cast<std::uint32_t>(queue_id), 4);
   patch_be(data, row.seq, static_cast<std::uint64_t>(seq), 8);
   patch_be(data, row.id, static_cast<std::uint64_t>(id), 8);
   if (row.run_at != kNoPatch) patch_be(data, row.run_at, pg_tx, 8);
   patch_be(data, row.created, pg_tx, 8);
 }
 
-CopyPayload encode_copy_rows(std::string_view queue, int priority, int shard,
-                             std::span<const std::size_t> rows, std::span<const NewJob> jobs) {
+CopyPayload encode_copy_rows(int priority, int shard, std::span<const std::size_t> rows,
+                             std::span<const NewJob> jobs) {
   CopyPayload p;
   auto& d = p.data;
   p.rows.reserve(rows.size());
@@ -87,7 +88,9 @@ CopyPayload encode_copy_rows(std::string_view queue, int priority, int shard,
     put32(d, 2);
     row.slot = d.size();
     put16(d, 0);
-    put_bytes(d, queue);
+    put32(d, 4);
+    row.queue_id = d.size();
+    put32(d, 0);
     put32(d, 2);
     put16(d, priority);
     put32(d, 2);

@@ -69,16 +69,26 @@ void QueueStorage::Impl::load_shard_counts(pg::Connection& conn,
   storage::ArrayLiteral arr;
   for (const auto& q : missing) arr.add(q);
   const auto res = conn.exec_cached(shard_counts, pg::make_params(std::move(arr).finish()));
-  std::unordered_map<std::string, int> found;
-  for (const auto& q : missing) found[q] = 1;  // no queue_meta row: one shard
-  for (int i = 0; i < res.rows(); ++i) {
-    found[res.get<std::string>(i, 0)] = res.get<int>(i, 1);
-  }
   std::unique_lock lock(mu);
-  for (const auto& [q, s] : found) {
-    shard_cache[q] = CachedShards{s, now};
+  for (int i = 0; i < res.rows(); ++i) {
+    const auto q = res.get<std::string>(i, 0);
+    const int s = res.get<int>(i, 1);
+    shard_cache[q] = CachedShards{s, res.get_opt<int>(i, 2).value_or(0), now};
     out[q] = s;
   }
+}
+
+int QueueStorage::Impl::cached_queue_id(const std::string& queue) const {
+  std::shared_lock lock(mu);
+  const auto it = shard_cache.find(queue);
+  return it == shard_cache.end() ? 0 : it->second.queue_id;
+}
+
+void QueueStorage::Impl::learn_queue_id(const std::string& queue, int queue_id) {
+  // An id never changes, so it is kept without touching when the shard count was read.
+  std::unique_lock lock(mu);
+  const auto it = shard_cache.find(queue);
+  if (it != shard_cache.end()) it->second.queue_id = queue_id;
 }
 
 namespace {
@@ -370,7 +380,10 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
       const auto offset = res.get<std::int64_t>(r, 0) - res.get<std::int64_t>(r, 3);
       ids[lane.rows.at(static_cast<std::size_t>(offset))] = res.get<std::int64_t>(r, 1);
     }
-    if (res.rows() > 0) count_created(lane, res.get<bool>(0, 2));
+    if (res.rows() > 0) {
+      count_created(lane, res.get<bool>(0, 2));
+      learn_queue_id(lane.key.queue, res.get<int>(0, 4));
+    }
   }
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
   if (!p.deferred.empty()) {

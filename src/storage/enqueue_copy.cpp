@@ -51,11 +51,12 @@ std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn,
   std::vector<storage::CopyPayload> payloads;
   payloads.reserve(p.lanes.size());
   for (const auto& lane : p.lanes)
-    payloads.push_back(storage::encode_copy_rows(lane.key.queue, lane.key.priority, lane.key.shard,
-                                                 lane.rows, jobs));
+    payloads.push_back(
+        storage::encode_copy_rows(lane.key.priority, lane.key.shard, lane.rows, jobs));
 
   std::optional<std::string> late_error;
   std::vector<std::string> carried;
+  std::vector<int> queue_ids(p.lanes.size(), 0);  // from the reservations, learnt at commit
   try {
     std::size_t first = 0;  // index of the first lane's reservation in the script
     std::string script;
@@ -111,10 +112,12 @@ std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn,
           const auto slot = res.get<int>(0, 2);
           const auto lane_ids = parse_int_array(res.text(0, 3));
           const auto tx_micros = res.get<std::int64_t>(0, 4);
+          const auto queue_id = res.get<std::int32_t>(0, 5);
+          queue_ids[l] = queue_id;
           if (lane_ids.size() != lane.rows.size()) throw Error("enqueue: job id reservation short");
           auto& payload = payloads[l];
           for (std::size_t r = 0; r < lane.rows.size(); ++r) {
-            payload.patch(r, slot, first_seq + static_cast<std::int64_t>(r), lane_ids[r],
+            payload.patch(r, slot, queue_id, first_seq + static_cast<std::int64_t>(r), lane_ids[r],
                           tx_micros);
             ids[lane.rows[r]] = lane_ids[r];
           }
@@ -140,6 +143,9 @@ std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn,
   std::vector<std::string> errors;
   if (late_error) errors.push_back(std::move(*late_error));
   wake_after_commit(conn, p, carried, errors);
+  for (std::size_t l = 0; l < p.lanes.size(); ++l) {
+    if (queue_ids[l] != 0) learn_queue_id(p.lanes[l].key.queue, queue_ids[l]);
+  }
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
   remember_lanes(p);
   count_enqueued(p, jobs);

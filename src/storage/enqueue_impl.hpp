@@ -73,6 +73,10 @@ struct QueueStorage::Impl {
   // in one query.
   void load_shard_counts(pg::Connection& conn, const std::set<std::string>& queues,
                          std::unordered_map<std::string, int>& out);
+  // The queue's id as last read with its shard count, or learnt from a committed insert
+  // since; 0 when not known (yet).
+  int cached_queue_id(const std::string& queue) const;
+  void learn_queue_id(const std::string& queue, int queue_id);
 
   Plan plan(pg::Connection& conn, std::span<const NewJob> jobs);
 
@@ -204,8 +208,10 @@ struct QueueStorage::Impl {
   std::atomic<std::uint64_t> reservations{0}, creations{0}, repairs{0}, one_job_writes{0};
   std::atomic<bool> one_denied{false};  // see insert_one
   mutable std::shared_mutex mu;
+  // A queue's shard count and its id in the hot tables (0: none yet), read together.
   struct CachedShards {
     int shards;
+    int queue_id;
     std::chrono::steady_clock::time_point read_at;
   };
   std::unordered_map<std::string, CachedShards> shard_cache;  // guarded by mu

@@ -30,10 +30,14 @@ const std::string& OneJobInserter::sql(int slot) {
   return it->second;
 }
 
-pg::Params OneJobInserter::params(const std::string& queue, int priority, int shard,
-                                  const NewJob& job) {
+pg::Params OneJobInserter::params(int queue_id, int priority, int shard, const NewJob& job) {
   pg::Params p;
-  p.add(queue).add(priority).add(shard).add(job.kind).add(job.args_json).add(job.opts.max_attempts);
+  p.add(queue_id)
+      .add(priority)
+      .add(shard)
+      .add(job.kind)
+      .add(job.args_json)
+      .add(job.opts.max_attempts);
   if (job.opts.run_at) {
     p.add(*job.opts.run_at);
   } else {
@@ -69,13 +73,15 @@ std::optional<JobId> QueueStorage::Impl::insert_one(pg::Connection& conn, const 
     return std::nullopt;
   const auto& job = jobs.front();
   const auto& lane = p.lanes.front();
+  const int queue_id = cached_queue_id(lane.key.queue);
+  if (queue_id == 0) return std::nullopt;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int slot = one.slot();
     pg::Pipeline pipe = conn.pipeline();
     const std::size_t at = p.keyed_shards.empty() ? 0 : 1;  // see keyed_insert
     if (at != 0) pipe.add_cached(check_shards, check_params(p));
-    pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(
-                                       lane.key.queue, lane.key.priority, lane.key.shard, job));
+    pipe.add_cached(one.sql(slot), storage::OneJobInserter::params(queue_id, lane.key.priority,
+                                                                   lane.key.shard, job));
     const auto carried = add_wake(pipe, p);
     std::vector<pg::Result> results;
     try {

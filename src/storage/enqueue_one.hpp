@@ -34,7 +34,7 @@ class OneJobInserter {
   // the hot path read it without a copy after the lookup.
   const std::string& sql(int slot);
   // Its parameters. REQUIRES: job passed validate_job and is due now.
-  static pg::Params params(const std::string& queue, int priority, int shard, const NewJob& job);
+  static pg::Params params(int queue_id, int priority, int shard, const NewJob& job);
 
   // What the statement for `slot` returned.
   struct Outcome {

@@ -46,8 +46,9 @@ TEST_F(JobMoveTest, KeyedReadyJobsLandOnSourceShardModuloDestinationWidth) {
       EXPECT_EQ(d.timeline.back().event, "moved");
     }
   }
-  EXPECT_EQ(
-      count("SELECT count(*) FROM ready_entries WHERE queue = 'narrow' AND enqueue_shard >= 3"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('narrow') AND "
+                  "enqueue_shard >= 3"),
+            0);
   EXPECT_EQ(admin().queue_counts(ac(), "src").available, 0);
   EXPECT_EQ(admin().queue_counts(ac(), "wide").available, 8);
   EXPECT_EQ(admin().queue_counts(ac(), "narrow").available, 8);
@@ -188,7 +189,7 @@ TEST_F(JobMoveTest, AClaimThatWinsTheHeadLockMakesTheMoveRefuse) {
   EXPECT_EQ(a.outcome, "not_movable");
   EXPECT_EQ(a.state, "running");
   EXPECT_EQ(count("SELECT count(*) FROM ready_tombstones"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'other'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('other')"), 0);
 }
 
 TEST_F(JobMoveTest, SetPriorityOfScheduledAndAvailableJobs) {

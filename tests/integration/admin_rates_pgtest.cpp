@@ -186,13 +186,13 @@ TEST_F(AdminRatesTest, ShardClaimsCountsClaimedJobsPerLaneAndMinute) {
         tx_conn().exec("UPDATE claim_batches SET claimed_at = " + at + " WHERE " + where);
     EXPECT_GE(r.affected_rows(), 1) << where;
   };
-  move("queue = 's' AND priority = 1 AND enqueue_shard = 3", minute(-14));  // first bucket
-  move("queue = 's' AND priority = 2 AND enqueue_shard = 0", minute(-3, 30));
-  move("queue = 's' AND priority = 2 AND enqueue_shard = 1", minute(-3));
+  const std::string s = "queue_id = queue_id_of('s')";
+  move(s + " AND priority = 1 AND enqueue_shard = 3", minute(-14));  // first bucket
+  move(s + " AND priority = 2 AND enqueue_shard = 0", minute(-3, 30));
+  move(s + " AND priority = 2 AND enqueue_shard = 1", minute(-3));
   move("batch_id = " + std::to_string(late_claim.claim_batch), minute(0, 1));
-  move("queue = 's' AND priority = 2 AND enqueue_shard = 2",
-       minute(-14) + " - interval '1 microsecond'");
-  move("queue = 'other'", minute(-3));
+  move(s + " AND priority = 2 AND enqueue_shard = 2", minute(-14) + " - interval '1 microsecond'");
+  move("queue_id = queue_id_of('other')", minute(-3));
 
   const ShardClaims c = admin().shard_claims(ac(), "s", minutes(15));
   EXPECT_EQ(c.minutes, 15);
@@ -456,11 +456,13 @@ TEST_F(AdminRatesPruneTest, PruneDeletesRollupsOlderThanTwoDaysAndAddsNoneThatOl
   // an end older than the horizon (a failed job carried for a 72-hour retention) leaves
   // without a rollup row.
   conn().exec(
-      "INSERT INTO minute_rollups (queue, priority, enqueue_shard, minute, completed, claims) "
-      "VALUES ('old', 2, 0, date_trunc('minute', now()) - interval '2 days 1 minute', 5, 5), "
-      "('old', 2, 1, date_trunc('minute', now()) - interval '2 days 2 minutes', 0, 1), "
-      "('kept', 2, 0, date_trunc('minute', now()) - interval '2 days' + interval '30 minutes', "
-      "7, 7)");
+      "INSERT INTO minute_rollups (queue_id, priority, enqueue_shard, minute, completed, claims) "
+      "VALUES (ensure_queue_id('old'), 2, 0, date_trunc('minute', now()) - "
+      "interval '2 days 1 minute', 5, 5), "
+      "(ensure_queue_id('old'), 2, 1, date_trunc('minute', now()) - interval '2 days 2 minutes', "
+      "0, 1), "
+      "(ensure_queue_id('kept'), 2, 0, date_trunc('minute', now()) - interval '2 days' + "
+      "interval '30 minutes', 7, 7)");
   const auto f = run("x", Outcome::kFail, "failed");
   conn().exec(
       "UPDATE done_entries SET finished_at = now() - interval '2 days 1 hour' "
@@ -471,21 +473,26 @@ TEST_F(AdminRatesPruneTest, PruneDeletesRollupsOlderThanTwoDaysAndAddsNoneThatOl
   const auto q = prune("queue", false, std::chrono::seconds(0));
   ASSERT_TRUE(q.done) << q.reason;
   EXPECT_EQ(count("SELECT count(*) FROM done_entries"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'old'"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'x'"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'kept' AND completed = 7"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue_id = queue_id_of('old')"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue_id = queue_id_of('x')"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue_id = queue_id_of('kept') AND "
+                  "completed = 7"),
+            1);
 
   // The claim ring's prune trims too.
   conn().exec(
-      "INSERT INTO minute_rollups (queue, priority, enqueue_shard, minute, claims) "
-      "VALUES ('old', 2, 0, date_trunc('minute', now()) - interval '3 days', 1)");
+      "INSERT INTO minute_rollups (queue_id, priority, enqueue_shard, minute, claims) "
+      "VALUES (queue_id_of('old'), 2, 0, date_trunc('minute', now()) - interval '3 days', 1)");
   ASSERT_TRUE(rotate("claim").done);
   const auto c = prune("claim", false, std::chrono::seconds(0));
   ASSERT_TRUE(c.done) << c.reason;
-  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'old'"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue = 'kept'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue_id = queue_id_of('old')"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM minute_rollups WHERE queue_id = queue_id_of('kept')"), 1);
   // The job's claim (a minute ago at most) is inside the horizon: folded.
-  EXPECT_EQ(count("SELECT coalesce(sum(claims), 0) FROM minute_rollups WHERE queue = 'x'"), 1);
+  EXPECT_EQ(
+      count(
+          "SELECT coalesce(sum(claims), 0) FROM minute_rollups WHERE queue_id = queue_id_of('x')"),
+      1);
 }
 
 }  // namespace

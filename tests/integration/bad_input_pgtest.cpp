@@ -247,7 +247,9 @@ TEST_F(BadInputTest, CliStoresOddButValidKindsAndTagsExactly) {
     const auto res = run_cli(base() + " enqueue " + shell_quote(kind) + " --queue a:b.c-d_E");
     ASSERT_EQ(res.exit_code, 0) << res.output;
     const JobId id = std::stoll(res.output);
-    const auto r = conn().query("SELECT kind, queue FROM ready_entries WHERE job_id = $1", id);
+    const auto r = conn().query(
+        "SELECT kind, queue FROM ready_entries JOIN queue_ids USING (queue_id) WHERE job_id = $1",
+        id);
     ASSERT_EQ(r.rows(), 1);
     EXPECT_EQ(r.get<std::string>(0, 0), kind);
     EXPECT_EQ(r.get<std::string>(0, 1), "a:b.c-d_E");

@@ -92,11 +92,11 @@ TEST_F(ClaimTest, MultiShardRoundTripThroughCompletion) {
   // Every done row sits on its ready row's own key.
   EXPECT_EQ(
       count("SELECT count(*) FROM attempt_outcomes d JOIN ready_entries r USING "
-            "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.job_id = r.job_id"),
+            "(ready_slot, queue_id, priority, enqueue_shard, lane_seq) WHERE d.job_id = r.job_id"),
       400);
   // At least one (ready_slot, queue, priority, lane_seq) exists on two shards.
   EXPECT_GE(
-      count("SELECT count(*) FROM (SELECT 1 FROM attempt_outcomes GROUP BY ready_slot, queue, "
+      count("SELECT count(*) FROM (SELECT 1 FROM attempt_outcomes GROUP BY ready_slot, queue_id, "
             "priority, lane_seq HAVING count(DISTINCT enqueue_shard) > 1) t"),
       1);
 }
@@ -220,6 +220,10 @@ TEST_F(ClaimTest, UncommittedHeadBlocksOnlyItsOwnLane) {
   set_shards("two", 2);
   const std::string k0 = "k0", k1 = "k1";
   ASSERT_NE(shard_for_ordering_key(k0, 2), shard_for_ordering_key(k1, 2));
+  // The queue exists already: a transaction that gives a new queue its id holds it until
+  // it commits (docs/design/storage.md, "Queue ids").
+  enqueue("two", 1, 2, k1);
+  ASSERT_EQ(storage::consumer(*store_).claim(conn(), "two").size(), 1U);
   auto producer = connect_new();
   producer.exec("BEGIN");
   producer.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");  // placed now: holds the lane
@@ -493,7 +497,7 @@ TEST_F(ClaimTest, RetriesReachMaxAttemptsThenFail) {
   const auto last = conn().exec(
       "SELECT r.errors::text, d.error, d.attempt FROM attempt_outcomes d JOIN ready_entries r "
       "USING "
-      "(ready_slot, queue, priority, enqueue_shard, lane_seq) WHERE d.state = 'failed' AND "
+      "(ready_slot, queue_id, priority, enqueue_shard, lane_seq) WHERE d.state = 'failed' AND "
       "d.job_id = " +
       std::to_string(id));
   ASSERT_EQ(last.rows(), 1);

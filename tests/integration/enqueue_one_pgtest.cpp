@@ -63,7 +63,9 @@ TEST_F(EnqueueOneTest, ASecondJobToALaneIsWrittenByOneStatementWithEveryColumn) 
   const auto r = conn().query(
       "SELECT ready_slot, queue, priority, enqueue_shard, lane_seq, kind, args::text, attempt,"
       " run_lease, max_attempts, run_at, ordering_key IS NULL, metadata::text, tags,"
-      " created_at <= now(), errors IS NULL FROM ready_entries WHERE job_id = $1",
+      " ready_entries.created_at <= now(), errors IS NULL"
+      " FROM ready_entries JOIN queue_ids USING (queue_id)"
+      " WHERE job_id = $1",
       id);
   ASSERT_EQ(r.rows(), 1);
   EXPECT_EQ(r.get<std::int64_t>(0, 0), current_slot());
@@ -95,7 +97,7 @@ TEST_F(EnqueueOneTest, AnOrderingKeyAndNoRunAtAreStoredLikeTheGeneralPath) {
   const auto r = conn().query(
       "SELECT job_id, enqueue_shard, lane_seq, ordering_key = $1::bytea,"
       " abs(extract(epoch FROM run_at - created_at)) < 1"
-      " FROM ready_entries WHERE queue = 'keyed' ORDER BY lane_seq",
+      " FROM ready_entries WHERE queue_id = queue_id_of('keyed') ORDER BY lane_seq",
       pg::Bytea{*o.ordering_key});
   ASSERT_EQ(r.rows(), 2);
   EXPECT_EQ(r.get<std::int64_t>(0, 0), a);
@@ -150,7 +152,7 @@ TEST_F(EnqueueOneTest, FollowsTheQueueRingAfterARotation) {
   const JobId c = insert(NewJob("c", {}, on_queue("ring")));
   EXPECT_EQ(one_job_writes(), 2u);
   const auto r = conn().query(
-      "SELECT job_id, ready_slot, lane_seq FROM ready_entries WHERE queue = 'ring'"
+      "SELECT job_id, ready_slot, lane_seq FROM ready_entries WHERE queue_id = queue_id_of('ring')"
       " ORDER BY lane_seq");
   ASSERT_EQ(r.rows(), 3) << "the missed try wrote nothing";
   EXPECT_EQ(r.get<std::int64_t>(0, 0), a);
@@ -165,15 +167,15 @@ TEST_F(EnqueueOneTest, ALaneMissingFromTheDatabaseFallsBackToTheRepairingPath) {
   // The lane is created and cached, then removed by hand (calls inside a caller's
   // transaction cache no lane, so a rollback can no longer leave one cached).
   insert(NewJob("gone", {}, on_queue("vanish")));
-  conn().exec("DELETE FROM ready_entries WHERE queue = 'vanish'");
-  conn().exec("DELETE FROM queue_claim_heads WHERE queue = 'vanish'");
-  conn().exec("DELETE FROM queue_enqueue_heads WHERE queue = 'vanish'");
+  conn().exec("DELETE FROM ready_entries WHERE queue_id = queue_id_of('vanish')");
+  conn().exec("DELETE FROM queue_claim_heads WHERE queue_id = queue_id_of('vanish')");
+  conn().exec("DELETE FROM queue_enqueue_heads WHERE queue_id = queue_id_of('vanish')");
   const auto before = store_->stats();
   const JobId id = insert(NewJob("again", {}, on_queue("vanish")));
   const auto after = store_->stats();
   EXPECT_EQ(after.one_job_writes, before.one_job_writes) << "the one-job try wrote nothing";
   EXPECT_EQ(after.lane_repairs, before.lane_repairs + 1);
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'vanish'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('vanish')"), 1);
   EXPECT_EQ(count("SELECT lane_seq FROM ready_entries WHERE job_id = " + std::to_string(id)), 1);
 }
 
@@ -191,7 +193,7 @@ TEST_F(EnqueueOneTest, CallerTransactionsAndScheduledJobsKeepTheGeneralPath) {
                           NewJob("y", {}, on_queue("general"))};
   storage::insert_many(*store_, conn(), two);
   EXPECT_EQ(one_job_writes(), 0u);
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'general'"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('general')"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs WHERE queue = 'general'"), 1);
 }
 
@@ -217,18 +219,20 @@ TEST_F(EnqueueOneTest, ConcurrentOneJobProducersLoseNothingAndKeepLaneSeqsUnique
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(one_job_writes(), static_cast<std::uint64_t>(kThreads * kPerThread));
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'many'"),
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('many')"),
             4 + kThreads * kPerThread);
-  EXPECT_EQ(count("SELECT count(DISTINCT (enqueue_shard, lane_seq)) FROM ready_entries WHERE queue "
-                  "= 'many'"),
+  EXPECT_EQ(count("SELECT count(DISTINCT (enqueue_shard, lane_seq)) FROM ready_entries "
+                  "WHERE queue_id = queue_id_of('many')"),
             4 + kThreads * kPerThread);
-  EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM ready_entries WHERE queue = 'many'"),
-            4 + kThreads * kPerThread);
-  // Nothing rolled back, so each lane is gap-free: 1..n.
   EXPECT_EQ(
-      count("SELECT count(*) FROM (SELECT enqueue_shard FROM ready_entries WHERE queue = 'many'"
-            " GROUP BY enqueue_shard HAVING max(lane_seq) <> count(*)) g"),
-      0);
+      count(
+          "SELECT count(DISTINCT job_id) FROM ready_entries WHERE queue_id = queue_id_of('many')"),
+      4 + kThreads * kPerThread);
+  // Nothing rolled back, so each lane is gap-free: 1..n.
+  EXPECT_EQ(count("SELECT count(*) FROM (SELECT enqueue_shard FROM ready_entries WHERE queue_id = "
+                  "queue_id_of('many')"
+                  " GROUP BY enqueue_shard HAVING max(lane_seq) <> count(*)) g"),
+            0);
 }
 
 }  // namespace

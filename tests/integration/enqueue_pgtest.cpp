@@ -82,8 +82,8 @@ class EnqueueTest : public StorageTest {
   std::unordered_map<JobId, LanePos> ready_rows(const std::string& queue) {
     std::unordered_map<JobId, LanePos> out;
     const auto r = conn().query(
-        "SELECT job_id, queue, priority, enqueue_shard, lane_seq FROM ready_entries"
-        " WHERE queue = $1",
+        "SELECT job_id, queue, priority, enqueue_shard, lane_seq"
+        " FROM ready_entries JOIN queue_ids USING (queue_id) WHERE queue = $1",
         queue);
     for (int i = 0; i < r.rows(); ++i) {
       const bool fresh = out.emplace(r.get<std::int64_t>(i, 0),
@@ -97,7 +97,9 @@ class EnqueueTest : public StorageTest {
 
   LanePos ready_row(pg::Connection& c, JobId id) {
     const auto r = c.query(
-        "SELECT queue, priority, enqueue_shard, lane_seq FROM ready_entries WHERE job_id = $1", id);
+        "SELECT queue, priority, enqueue_shard, lane_seq FROM ready_entries"
+        " JOIN queue_ids USING (queue_id) WHERE job_id = $1",
+        id);
     if (r.rows() != 1) {
       ADD_FAILURE() << "job " << id << " has " << r.rows() << " ready rows";
       return {};
@@ -230,10 +232,12 @@ TEST_F(EnqueueTest, OneShardPutsEveryJobOnShardZero) {
       EXPECT_EQ(rows.at(id).lane_seq, last + 1) << "S = 1 must be gap-free FIFO here";
       last = rows.at(id).lane_seq;
     }
-    EXPECT_EQ(conn()
-                  .query("SELECT count(*) FROM queue_enqueue_heads WHERE queue = $1", queue)
-                  .get<std::int64_t>(0, 0),
-              1);
+    EXPECT_EQ(
+        conn()
+            .query("SELECT count(*) FROM queue_enqueue_heads WHERE queue_id = queue_id_of($1)",
+                   queue)
+            .get<std::int64_t>(0, 0),
+        1);
     EXPECT_EQ(storage::enqueue_shards(*store_, conn(), queue), 1);
   }
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE ordering_key = '\\xff00'::bytea"), 8)
@@ -281,7 +285,7 @@ TEST_P(EnqueueModeTest, LaterProducerOnSameLaneWaitsAndRolledBackRangeBecomesGap
   EXPECT_EQ(rows.at(b_ids[1]).lane_seq, 6);
   const auto seqs = conn().exec(
       "SELECT array_agg(lane_seq ORDER BY lane_seq)::text FROM "
-      "ready_entries WHERE queue = 'fifo'");
+      "ready_entries WHERE queue_id = queue_id_of('fifo')");
   EXPECT_EQ(seqs.text(0, 0), "{1,5,6}") << "2..4 must remain a permanent gap";
 }
 
@@ -434,7 +438,7 @@ TEST_F(EnqueueTest, ConcurrentProducersLoseNothingAndKeepLaneSeqsUnique) {
   std::unordered_map<JobId, Row> rows;
   const auto r = conn().exec(
       "SELECT job_id, enqueue_shard, lane_seq, (args->>'p')::int, (args->>'b')::int,"
-      " (args->>'i')::int FROM ready_entries WHERE queue = 'hot'");
+      " (args->>'i')::int FROM ready_entries WHERE queue_id = queue_id_of('hot')");
   ASSERT_EQ(r.rows(), kTotal);
   std::set<std::pair<int, std::int64_t>> lane_keys;
   std::map<int, std::pair<std::int64_t, std::int64_t>> per_shard;  // shard -> (count, max)
@@ -505,12 +509,14 @@ TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
   // removed by hand still can.)
   {
     enqueue(unkeyed_batch("fresh", 2, 9));  // creates and caches the lane
-    conn().exec("DELETE FROM ready_entries WHERE queue = 'fresh'");
-    conn().exec("DELETE FROM queue_claim_heads WHERE queue = 'fresh'");
-    conn().exec("DELETE FROM queue_enqueue_heads WHERE queue = 'fresh'");
+    conn().exec("DELETE FROM ready_entries WHERE queue_id = queue_id_of('fresh')");
+    conn().exec("DELETE FROM queue_claim_heads WHERE queue_id = queue_id_of('fresh')");
+    conn().exec("DELETE FROM queue_enqueue_heads WHERE queue_id = queue_id_of('fresh')");
   }
-  EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue = 'fresh'"), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM queue_claim_heads WHERE queue = 'fresh'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue_id = queue_id_of('fresh')"),
+            0);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_claim_heads WHERE queue_id = queue_id_of('fresh')"),
+            0);
 
   const auto before = store_->stats();
   const auto ids = enqueue(unkeyed_batch("fresh", 2, 1));
@@ -521,8 +527,10 @@ TEST_P(EnqueueModeTest, CachedLaneThatNoLongerExistsIsRepaired) {
   pg::Connection other = connect_new();
   EXPECT_EQ(ready_row(other, ids[0]).lane_seq, 1);
   EXPECT_EQ(ready_row(other, ids[1]).lane_seq, 2);
-  EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue = 'fresh'"), 1);
-  EXPECT_EQ(count("SELECT count(*) FROM queue_claim_heads WHERE queue = 'fresh'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_enqueue_heads WHERE queue_id = queue_id_of('fresh')"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM queue_claim_heads WHERE queue_id = queue_id_of('fresh')"),
+            1);
 
   enqueue(unkeyed_batch("fresh", 1, 2));
   EXPECT_EQ(store_->stats().lane_repairs, after.lane_repairs) << "a healthy lane is no repair";
@@ -794,7 +802,8 @@ TEST_P(EnqueueModeTest, IdsComeBackInInputOrderForMixedBatches) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const auto r = conn().query(
         "SELECT kind, (args->>'pos')::int, queue, priority, 'ready' FROM ready_entries"
-        " WHERE job_id = $1 UNION ALL SELECT kind, (args->>'pos')::int, queue, priority,"
+        " JOIN queue_ids USING (queue_id) WHERE job_id = $1 UNION ALL SELECT kind, "
+        "(args->>'pos')::int, queue, priority,"
         " 'deferred' FROM deferred_jobs WHERE job_id = $1",
         ids[i]);
     ASSERT_EQ(r.rows(), 1) << "position " << i;
@@ -970,7 +979,7 @@ TEST_F(EnqueueTest, BadInputIsRejectedAndNothingIsWritten) {
     enqueue(mode, conn(), unkeyed_batch("txq", 1, 1));
     tx.commit();
   }
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'txq'"), 4)
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('txq')"), 4)
       << "the caller's transactions must have survived the rejected batches";
 }
 

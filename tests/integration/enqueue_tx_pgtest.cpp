@@ -162,7 +162,7 @@ TEST_P(EnqueueTxTest, SeveralCallsPerTransactionNeverDeadlockAndLoseNothing) {
   ASSERT_EQ(by_id.size(), committed.size()) << "a job id was returned twice";
   const auto rows = conn().exec(
       "SELECT job_id, enqueue_shard, lane_seq, ordering_key IS NOT NULL FROM ready_entries "
-      "WHERE queue = 'orders' ORDER BY enqueue_shard, lane_seq");
+      "WHERE queue_id = queue_id_of('orders') ORDER BY enqueue_shard, lane_seq");
   EXPECT_EQ(static_cast<std::size_t>(rows.rows()), committed.size());
   std::set<JobId> seen;
   std::map<std::string, std::vector<JobId>> per_key;  // in lane order

@@ -57,7 +57,7 @@ TEST_F(InsertJobCompatAwaTest, PositionalAwaCallEnqueuesAndReturnsTheJob) {
   // The row it describes is the one written.
   const auto ready = conn().query(
       "SELECT kind, queue, args->>'to', priority, max_attempts, enqueue_shard, lane_seq "
-      "FROM ready_entries WHERE job_id = $1",
+      "FROM ready_entries JOIN queue_ids USING (queue_id) WHERE job_id = $1",
       id);
   ASSERT_EQ(ready.rows(), 1);
   EXPECT_EQ(ready.get<std::string>(0, 0), "send_email");

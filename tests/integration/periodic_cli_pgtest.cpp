@@ -173,7 +173,7 @@ TEST_F(CliCronTest, AddListPauseResumeTriggerRemove) {
   ASSERT_TRUE(triggered["job_id"].is_number_integer()) << triggered.dump();
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE job_id = " +
                   std::to_string(triggered["job_id"].get<std::int64_t>()) +
-                  " AND queue = 'reports' AND kind = 'report' AND priority = 3 "
+                  " AND queue_id = queue_id_of('reports') AND kind = 'report' AND priority = 3 "
                   "AND max_attempts = 5 AND args = '{\"scope\":\"all\"}'::jsonb"),
             1);
   EXPECT_EQ(cli_json("cron list --json --stale").size(), 0u);

@@ -285,7 +285,8 @@ TEST_F(PeriodicTest, TriggerEnqueuesNowWithoutTouchingTheSeries) {
   ASSERT_TRUE(id.has_value());
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE job_id = " + std::to_string(*id) +
                   " AND metadata->>'periodic' = 't' AND metadata ? 'triggered_at' "
-                  "AND NOT metadata ? 'occurrence' AND queue = 'periodic' AND kind = 'noop'"),
+                  "AND NOT metadata ? 'occurrence' AND queue_id = queue_id_of('periodic') AND kind "
+                  "= 'noop'"),
             1);
   EXPECT_EQ(conn().exec("SELECT next_fire_at::text FROM periodic_jobs").get<std::string>(0, 0),
             before);

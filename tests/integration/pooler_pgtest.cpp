@@ -132,7 +132,8 @@ TEST_F(PoolerTest, PublicConnectionsEnqueueAndAdministerThroughThePooler) {
     admin.set_enqueue_shards(second, "pq", 2 + round);
     EXPECT_EQ(admin.queue_summary(first, "pq").settings.enqueue_shards, 2 + round);
   }
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'pq'"), expected);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('pq')"),
+            expected);
 }
 
 TEST_F(PoolerTest, PooledConnectionsKeepUtcWhileAnotherClientChangesTheZone) {

@@ -186,7 +186,8 @@ TEST_F(PrefetchTest, NoPrefetchClaimsOnlyForFreeWorkers) {
   EXPECT_EQ(count("SELECT available FROM queue_counts_exact('pf')"), kGated - kWorkers - kSteps);
   // No claim, from the fast jobs' pace on, brought more rows than there are workers (each
   // claim is one claim batch).
-  EXPECT_LE(count("SELECT max(n_items) FROM claim_batches WHERE queue = 'pf'"), kWorkers);
+  EXPECT_LE(count("SELECT max(n_items) FROM claim_batches WHERE queue_id = queue_id_of('pf')"),
+            kWorkers);
   gate.open();
   ASSERT_TRUE(eventually([&] { return c->stats().completed == kFast + kGated; }, seconds(60)));
   c->stop();
@@ -203,13 +204,18 @@ TEST_F(PrefetchTest, PrefetchedJobsAreHeartbeatedAndACancelledOneNeverStarts) {
   const auto before = settled(*c);
   // The heartbeat (every 200 ms here) materialises a lease for every open attempt,
   // prefetched ones included.
-  const auto open = count("SELECT count(*) FROM open_attempts() WHERE queue = 'pf'");
+  const auto open =
+      count("SELECT count(*) FROM open_attempts() WHERE queue_id = queue_id_of('pf')");
   EXPECT_EQ(open, kWorkers + before.prefetched);
   ASSERT_TRUE(eventually(
-      [&] { return count("SELECT count(*) FROM leases WHERE queue = 'pf'") == open; }, seconds(5)));
+      [&] {
+        return count("SELECT count(*) FROM leases WHERE queue_id = queue_id_of('pf')") == open;
+      },
+      seconds(5)));
   // Cancel the last prefetched job: it must never start (gate.waiting() would count it).
-  const auto victim =
-      count("SELECT job_id FROM open_attempts() WHERE queue = 'pf' ORDER BY job_id DESC LIMIT 1");
+  const auto victim = count(
+      "SELECT job_id FROM open_attempts() WHERE queue_id = queue_id_of('pf') ORDER BY job_id DESC "
+      "LIMIT 1");
   auto pc = Connection::connect(database_url());
   ASSERT_EQ(Admin(schema_).cancel_job(pc, victim), "running");
   // The stop reaches the prefetched job by the 'awa:cancel' notification at once, or by

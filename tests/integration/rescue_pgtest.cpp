@@ -202,8 +202,9 @@ TEST_F(RescueTest, KilledWorkerBehind1500ParkedCallbacksIsRescuedWithinStaleAfte
   // All four running, each with a lease its worker's heartbeats keep fresh.
   ASSERT_TRUE(eventually(
       [&] {
-        return count("SELECT count(*) FROM leases WHERE queue = 'victim' AND state = 'running'") ==
-               4;
+        return count(
+                   "SELECT count(*) FROM leases WHERE queue_id = queue_id_of('victim') AND state = "
+                   "'running'") == 4;
       },
       seconds(20)))
       << victim.log();

@@ -63,8 +63,12 @@ TEST_F(RingsKeepTest, RetainedFailedJobsAreWrittenOnceNotAtEveryPrune) {
   std::int64_t carried = 0;
   for (int r = 0; r < 40; ++r) carried += round().carried;  // 2.5 laps of the queue ring
   EXPECT_EQ(carried, 6) << "3 failed jobs x (done row + ready row) should move exactly once";
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'f' AND ready_slot = -1"), 3);
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE queue = 'f' AND ready_slot = -1"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('f') AND "
+                  "ready_slot = -1"),
+            3);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE queue_id = queue_id_of('f') AND "
+                  "ready_slot = -1"),
+            3);
   EXPECT_EQ(kept_rows(), 6);
   EXPECT_FALSE(keep_slot_is_live()) << "failed jobs are not live work";
   EXPECT_EQ(counts("f").failed, 3);
@@ -96,7 +100,7 @@ TEST_F(RingsKeepTest, SweepFoldsExpiredFailuresAndKeepsTheCountsExact) {
   EXPECT_EQ(kept_rows(), 0);
   EXPECT_EQ(describe(counts("f")), describe(before));
   EXPECT_EQ(count("SELECT coalesce(sum(jobs), 0) FROM terminal_rollups "
-                  "WHERE queue = 'f' AND state = 'failed'"),
+                  "WHERE queue_id = queue_id_of('f') AND state = 'failed'"),
             3);
 }
 
@@ -113,7 +117,8 @@ TEST_F(RingsKeepTest, APausedBacklogIsMovedOnceClaimedFromTheKeepSlotAndSweptAft
   std::int64_t carried = 0;
   for (int r = 0; r < 40; ++r) carried += round().carried;
   EXPECT_EQ(carried, 200) << "the backlog was copied more than once";
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'paused' AND ready_slot = -1"),
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('paused') AND "
+                  "ready_slot = -1"),
             200);
   EXPECT_TRUE(keep_slot_is_live());
   const auto late = enqueue("paused", 50, std::nullopt, 200);  // in the ring, after the kept
@@ -152,7 +157,8 @@ TEST_F(RingsKeepTest, AnAttemptWhoseRowMovedToTheKeepSlotIsNotSweptAndCompletes)
   const auto running = claim("long");
   ASSERT_EQ(running.size(), 1U);
   for (int r = 0; r < 20; ++r) round();
-  ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'long' AND ready_slot = -1"),
+  ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('long') AND "
+                  "ready_slot = -1"),
             1);
   EXPECT_TRUE(keep_slot_is_live());
   EXPECT_EQ(admin().sweep_kept(admin_conn(), seconds(0)), 0) << "an open attempt's row was swept";
@@ -160,7 +166,7 @@ TEST_F(RingsKeepTest, AnAttemptWhoseRowMovedToTheKeepSlotIsNotSweptAndCompletes)
 
   EXPECT_EQ(finish(running).at(0).state, "completed");
   round();
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'long'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('long')"), 0);
   EXPECT_FALSE(keep_slot_is_live());
   EXPECT_EQ(counts("long").completed, 1);
 }
@@ -173,7 +179,9 @@ TEST_F(RingsKeepTest, ACancelledRowInTheKeepSlotIsSkippedAndSwept) {
       "ON CONFLICT (queue) DO UPDATE SET paused = true");
   const auto ids = enqueue("c", 3);
   for (int r = 0; r < 20; ++r) round();
-  ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'c' AND ready_slot = -1"), 3);
+  ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('c') AND "
+                  "ready_slot = -1"),
+            3);
   EXPECT_EQ(admin().cancel_job(admin_conn(), ids[1]), "available");
   EXPECT_EQ(count("SELECT count(*) FROM ready_tombstones WHERE ready_slot = -1"), 1);
 

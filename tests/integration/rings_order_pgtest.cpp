@@ -63,7 +63,7 @@ TEST_F(RingsTest, KeyedJobsAcrossRotationsAndCarriesAreClaimedInPerKeyFifoOrder)
   EXPECT_GT(carried, 0);
   // The lanes now sit in several slots, carried rows ahead of later ones in slot order.
   EXPECT_GE(count("SELECT count(DISTINCT ready_slot) FROM ready_entries r JOIN "
-                  "queue_claim_heads c USING (queue, priority, enqueue_shard) "
+                  "queue_claim_heads c USING (queue_id, priority, enqueue_shard) "
                   "WHERE r.lane_seq >= c.claim_seq"),
             2);
   const auto rest = drain("fifo", 3);
@@ -119,9 +119,11 @@ TEST_F(RingsTest, PausedBacklogIsMovedOnceAndDrainsExactlyOnceInLaneOrderAfter50
       ASSERT_EQ(t.rotations, 1) << ring << " ring did not advance in round " << round;
     }
     for (const auto& r : finish(got)) ASSERT_EQ(r.state, "completed");
-    ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'paused'"), 10000)
+    ASSERT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('paused')"),
+              10000)
         << "round " << round;
-    ASSERT_LE(count("SELECT count(*) FROM ready_entries WHERE queue = 'busy'"), 16 * 5)
+    ASSERT_LE(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('busy')"),
+              16 * 5)
         << "round " << round;
     ASSERT_LE(count("SELECT count(*) FROM claim_batches"), 2) << "round " << round;
   }
@@ -398,7 +400,7 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   ASSERT_EQ(describe(counts("dq")), describe(want_dq));
   const auto failed_ids = conn().exec(
       "SELECT string_agg(job_id::text, ',' ORDER BY job_id) FROM done_entries "
-      "WHERE queue = 'cnt' AND state = 'failed' AND ready_slot = 0");
+      "WHERE queue_id = queue_id_of('cnt') AND state = 'failed' AND ready_slot = 0");
   const std::string failed_in_slot0 = std::string(failed_ids.text(0, 0));
   ASSERT_FALSE(failed_in_slot0.empty());
 
@@ -427,7 +429,8 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
       << "the queue ring was not pruned once";
   // Failed jobs inside the retention window: still inspectable, moved with their ready
   // rows to the keep slot, out of the slot they started in.
-  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE queue = 'cnt' AND state = 'failed' "
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE queue_id = queue_id_of('cnt') AND state "
+                  "= 'failed' "
                   "AND ready_slot = -1"),
             3);
   EXPECT_EQ(conn()
@@ -436,7 +439,7 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
                 .text(0, 0),
             failed_in_slot0);
   EXPECT_EQ(count("SELECT count(*) FROM done_entries d JOIN ready_entries r USING "
-                  "(ready_slot, queue, priority, enqueue_shard, lane_seq) "
+                  "(ready_slot, queue_id, priority, enqueue_shard, lane_seq) "
                   "WHERE d.state = 'failed' AND d.job_id = r.job_id"),
             3);
   EXPECT_EQ(count("SELECT count(*) FROM terminal_rollups WHERE state = 'failed'"), 0);
@@ -444,7 +447,8 @@ TEST_P(RingsCountsTest, QueueCountsStayExactThroughRotateAndPrune) {
   // Zero retention: the keep slot's sweep folds the failed rows into the rollups.
   EXPECT_GT(admin().sweep_kept(admin_conn(), seconds(0)), 0);
   EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE state = 'failed'"), 0);
-  EXPECT_EQ(count("SELECT coalesce(sum(jobs), 0) FROM terminal_rollups WHERE queue = 'cnt' AND "
+  EXPECT_EQ(count("SELECT coalesce(sum(jobs), 0) FROM terminal_rollups WHERE queue_id = "
+                  "queue_id_of('cnt') AND "
                   "state = 'failed'"),
             3);
   EXPECT_EQ(describe(counts("cnt")), describe(want));

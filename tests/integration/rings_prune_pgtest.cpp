@@ -347,7 +347,7 @@ TEST_F(RingsTest, ClaimRacingACarryPruneNeverSkipsTheCarriedRows) {
       << "the claim handed out lane_seq " << first.front().lane_seq
       << " while lane_seq 1..3 (carried into slot " << ready_slot_of(head[0])
       << ") were unclaimed; claim cursor now "
-      << count("SELECT claim_seq FROM queue_claim_heads WHERE queue = 'cc'");
+      << count("SELECT claim_seq FROM queue_claim_heads WHERE queue_id = queue_id_of('cc')");
   std::set<JobId> claimed;
   for (const auto& e : first) claimed.insert(e.job_id);
   finish(first);

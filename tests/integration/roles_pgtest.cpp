@@ -162,7 +162,7 @@ TEST_F(RolesTest, AProducerWhoseRolesPredateTheOneJobPathStillEnqueuesSingleJobs
   EXPECT_GT(enqueue_as("producer", "old", store), 0);
   EXPECT_GT(enqueue_as("producer", "old", store), 0);
   EXPECT_EQ(store.stats().one_job_writes, 0u);
-  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue = 'old'"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM ready_entries WHERE queue_id = queue_id_of('old')"), 3);
 }
 
 TEST_F(RolesTest, RejectsABadPrefix) {
@@ -301,7 +301,7 @@ TEST_F(RolesTest, WorkerClaimsHeartbeatsCompletesAndMaintains) {
   EXPECT_TRUE(admin.rotate(as("worker"), "claim").done);
   EXPECT_TRUE(admin.prune(as("worker"), "claim", false).done);
   EXPECT_EQ(count("SELECT count(*) FROM claim_batches"), 0);
-  EXPECT_EQ(count("SELECT sum(claims) FROM minute_rollups WHERE queue = 'w'"), 2);
+  EXPECT_EQ(count("SELECT sum(claims) FROM minute_rollups WHERE queue_id = queue_id_of('w')"), 2);
   EXPECT_NO_THROW(admin.purge_dlq(as("worker"), milliseconds(0)));
   EXPECT_NO_THROW(admin.storage_status(as("worker")));
   EXPECT_EQ(admin.queue_counts(as("worker"), "w").completed, 1);
@@ -334,7 +334,8 @@ TEST_F(RolesTest, AShardFenceWorksUnderTheLeastPrivilegeRoles) {
   admin.set_enqueue_shards(as("admin"), "f", 4);
   const auto before = keyed(1);
   admin.set_enqueue_shards(as("admin"), "f", 8);  // the producer's cached 4 is now stale
-  EXPECT_EQ(count("SELECT count(DISTINCT epoch) FROM shard_fences WHERE queue = 'f'"), 1);
+  EXPECT_EQ(
+      count("SELECT count(DISTINCT epoch) FROM shard_fences WHERE queue_id = queue_id_of('f')"), 1);
   const auto after = keyed(2);
   EXPECT_EQ(count(fmt::format("SELECT enqueue_shard FROM ready_entries WHERE job_id = {}", after)),
             shard_for_ordering_key(key, 8));

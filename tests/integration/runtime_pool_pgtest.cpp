@@ -18,7 +18,10 @@ class RuntimePoolTest : public RuntimeTest {};
 
 TEST_F(RuntimePoolTest, CompletionsAreWrittenWhileAHandlerHoldsThePoolsOnlyConnection) {
   // The test holds queue "held"'s lane from its insert to its commit (placed at the
-  // statement, not at commit), so an insert into that lane waits for the commit.
+  // statement, not at commit), so an insert into that lane waits for the commit. The queue
+  // exists before (a committed job), so the wait is on the lane's lock, not on the
+  // transaction that would give a new queue its id.
+  enqueue("held", 1, "seed");
   pg::Connection holder = connect_new();
   pg::Transaction tx(holder);
   holder.exec("SET CONSTRAINTS place_staged_jobs IMMEDIATE");

@@ -98,7 +98,7 @@ TEST_F(ServeRatesTest, ShardsGiveClaimsPerLaneAndPerShard) {
   const auto set = [&](const std::string& at, int shard) {
     conn().query(
         "UPDATE claim_batches SET claimed_at = $1::timestamptz "
-        "WHERE queue = 'sharded' AND enqueue_shard = $2",
+        "WHERE queue_id = queue_id_of('sharded') AND enqueue_shard = $2",
         at, shard);
   };
   const auto shard2_at = instant("-6 minutes");

@@ -98,7 +98,7 @@ class ShardFenceTest : public StorageTest {
     HeadHolder(pg::Connection c, const std::string& queue, int shard) : c_(std::move(c)) {
       c_.exec("BEGIN");
       c_.query(
-          "SELECT 1 FROM queue_claim_heads WHERE queue = $1 AND priority = 2 "
+          "SELECT 1 FROM queue_claim_heads WHERE queue_id = queue_id_of($1) AND priority = 2 "
           "AND enqueue_shard = $2 FOR UPDATE",
           queue, shard);
     }
@@ -188,7 +188,9 @@ TEST_F(ShardFenceTest, StackedChangesAreLiftedInOrder) {
   set_shards("stack", 2);
   store_->reset();
   ids.push_back(put(keyed_job("stack", key, 3)));
-  EXPECT_EQ(count("SELECT count(DISTINCT epoch) FROM shard_fences WHERE queue = 'stack'"), 2);
+  EXPECT_EQ(
+      count("SELECT count(DISTINCT epoch) FROM shard_fences WHERE queue_id = queue_id_of('stack')"),
+      2);
 
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const int shard = shard_of(ids[i]);

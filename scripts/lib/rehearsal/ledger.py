@@ -18,7 +18,9 @@ def ledger_snapshot(db, schema, lschema):
     attempt_outcomes, sql/functions/0090_views.sql, with the success expansion first, as
     the fault harness does) and the jobs each marker names into lschema.jobs. A schema from
     before the rings (no claim_closures) keeps every end in done_entries; early rings
-    schemas list a closure's lane_seqs as bigint[], later ones as ranges."""
+    schemas list a closure's lane_seqs as bigint[], later ones as ranges; from migration
+    0018 on the lanes key a queue by its id instead of its name."""
+    qcol = db.value(sql("queue_key_column", schema=schema))
     lane_seqs = db.value(sql("lane_seqs_type", schema=schema))
     if lane_seqs == "bigint[]":
         expand = sql("expand_lane_seqs_array").rstrip()
@@ -26,10 +28,10 @@ def ledger_snapshot(db, schema, lschema):
         expand = sql("expand_lane_seqs_ranges").rstrip()
     if lane_seqs:
         outcomes = sql("outcomes_closures", schema=schema, lschema=lschema,
-                       expand=expand).rstrip()
+                       expand=expand, qcol=qcol).rstrip()
     else:
         outcomes = sql("outcomes_done_entries", schema=schema).rstrip()
-    db.script(sql("snapshot", schema=schema, lschema=lschema, outcomes=outcomes))
+    db.script(sql("snapshot", schema=schema, lschema=lschema, outcomes=outcomes, qcol=qcol))
 
 
 def pending_jobs(db, schema, lschema):

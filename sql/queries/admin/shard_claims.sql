@@ -15,12 +15,13 @@ claimed AS (
            b.n_items::bigint AS claims
     FROM {schema}.claim_batches b
     WHERE b.claimed_at >= (SELECT start FROM w) AND b.claimed_at < (SELECT stop FROM w)
-      AND b.queue = $1::text
+      AND b.queue_id = (SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = $1::text)
     UNION ALL
     SELECT r.priority, r.enqueue_shard, r.minute, r.claims
     FROM {schema}.minute_rollups r
     WHERE r.minute >= (SELECT start FROM w) AND r.minute < (SELECT stop FROM w)
-      AND r.queue = $1::text AND r.claims > 0),
+      AND r.queue_id = (SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = $1::text)
+      AND r.claims > 0),
 per_minute AS (
     SELECT c.priority, c.enqueue_shard, c.minute, sum(c.claims)::bigint AS claims
     FROM claimed c

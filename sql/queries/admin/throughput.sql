@@ -19,28 +19,30 @@
 WITH w AS (
     SELECT date_trunc('minute', now()) - make_interval(mins => $1::int - 1) AS start,
            date_trunc('minute', now()) + interval '1 minute' AS stop),
+one AS (SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = $2::text),
 ends AS (
-    SELECT b.queue, c.closed_at AS at, c.n_closed::bigint AS completed, 0::bigint AS failed
+    SELECT b.queue_id, c.closed_at AS at, c.n_closed::bigint AS completed, 0::bigint AS failed
     FROM {schema}.claim_closures c
     JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
     WHERE c.closed_at >= (SELECT start FROM w) AND c.closed_at < (SELECT stop FROM w)
-      AND c.outcome = 'completed' AND ($2::text IS NULL OR b.queue = $2::text)
+      AND c.outcome = 'completed' AND ($2::text IS NULL OR b.queue_id = (SELECT queue_id FROM one))
     UNION ALL
-    SELECT d.queue, d.finished_at, (d.state = 'completed')::int::bigint,
+    SELECT d.queue_id, d.finished_at, (d.state = 'completed')::int::bigint,
            (d.state <> 'completed')::int::bigint
     FROM {schema}.done_entries d
     WHERE d.finished_at >= (SELECT start FROM w) AND d.finished_at < (SELECT stop FROM w)
-      AND d.state IN ('completed', 'failed', 'dlq') AND ($2::text IS NULL OR d.queue = $2::text)
+      AND d.state IN ('completed', 'failed', 'dlq') AND ($2::text IS NULL OR d.queue_id = (SELECT queue_id FROM one))
     UNION ALL
-    SELECT r.queue, r.minute, r.completed, r.failed
+    SELECT r.queue_id, r.minute, r.completed, r.failed
     FROM {schema}.minute_rollups r
     WHERE r.minute >= (SELECT start FROM w) AND r.minute < (SELECT stop FROM w)
-      AND (r.completed > 0 OR r.failed > 0) AND ($2::text IS NULL OR r.queue = $2::text)),
+      AND (r.completed > 0 OR r.failed > 0) AND ($2::text IS NULL OR r.queue_id = (SELECT queue_id FROM one))),
 per_minute AS (
-    SELECT e.queue, date_trunc('minute', e.at) AS minute, sum(e.completed)::bigint AS completed,
+    SELECT qi.queue, date_trunc('minute', e.at) AS minute, sum(e.completed)::bigint AS completed,
            sum(e.failed)::bigint AS failed
     FROM ends e
-    GROUP BY e.queue, date_trunc('minute', e.at))
+    JOIN {schema}.queue_ids qi ON qi.queue_id = e.queue_id
+    GROUP BY qi.queue, date_trunc('minute', e.at))
 SELECT to_char(w.start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start,
        p.queue,
        (extract(epoch FROM p.minute - w.start) / 60)::int AS bucket,

@@ -1,6 +1,7 @@
 -- One ready job in one statement, without PL/pgSQL: the single-job path of insert()
--- (src/storage/enqueue_one.cpp). $1 queue, $2 priority, $3 enqueue_shard, $4 kind,
--- $5 args, $6 max_attempts, $7 run_at (NULL: now), $8 ordering_key, $9 metadata, $10 tags.
+-- (src/storage/enqueue_one.cpp). $1 the queue's id (queue_ids, cached by the producer with
+-- the shard count), $2 priority, $3 enqueue_shard, $4 kind, $5 args, $6 max_attempts,
+-- $7 run_at (NULL: now), $8 ordering_key, $9 metadata, $10 tags.
 -- {slot} is the queue-ring slot the producer last saw as current; the caller renders one
 -- statement per slot.
 --
@@ -28,13 +29,13 @@ WITH cur AS (
 lane AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(hashtext('{schema}'), h.lane_id) AS locked, h.seq
     FROM {schema}.queue_enqueue_heads h
-    WHERE h.queue = $1 AND h.priority = $2 AND h.enqueue_shard = $3
+    WHERE h.queue_id = $1 AND h.priority = $2 AND h.enqueue_shard = $3
       AND (SELECT cur.slot FROM cur) = {slot}),
 ins AS (
     INSERT INTO {schema}.ready_entries_{slot}
-        (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, kind, args,
+        (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, kind, args,
          max_attempts, run_at, created_at, ordering_key, metadata, tags)
-    SELECT {slot}, $1, $2, $3, nextval(lane.seq), nextval('{schema}.job_ids'), $4, $5::jsonb,
+    SELECT {slot}, $1::integer, $2, $3, nextval(lane.seq), nextval('{schema}.job_ids'), $4, $5::jsonb,
            $6, coalesce($7::timestamptz, now()), now(), $8::bytea, $9::jsonb, $10::text[]
     FROM lane
     RETURNING job_id)

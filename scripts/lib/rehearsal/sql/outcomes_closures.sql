@@ -4,14 +4,15 @@
 -- and matched to the ready entries copied into {lschema}.ready, then done_entries.
 -- A query (no trailing semicolon), put into snapshot.sql as {outcomes}.
 -- Parameters: {schema} the rehearsal schema; {lschema} the ledger schema; {expand}
--- expand_lane_seqs_array.sql or expand_lane_seqs_ranges.sql.
+-- expand_lane_seqs_array.sql or expand_lane_seqs_ranges.sql; {qcol} the lanes' queue
+-- column (queue_key_column.sql).
 WITH closed AS MATERIALIZED (
-    SELECT b.queue, b.priority, b.enqueue_shard, s.lane_seq, c.closed_at
+    SELECT b.{qcol}, b.priority, b.enqueue_shard, s.lane_seq, c.closed_at
     FROM {schema}.claim_closures c
     JOIN {schema}.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
     {expand}
     WHERE c.outcome = 'completed')
 SELECT r.job_id, r.run_lease + 1 AS run_lease, 'completed'::text AS state
-FROM closed c JOIN {lschema}.ready r USING (queue, priority, enqueue_shard, lane_seq)
+FROM closed c JOIN {lschema}.ready r USING ({qcol}, priority, enqueue_shard, lane_seq)
 UNION ALL
 SELECT d.job_id, d.run_lease, d.state FROM {schema}.done_entries d

@@ -6,7 +6,8 @@
 --             answer was lost but whose commit happened), with found = its marker is in
 --             the schema
 -- Parameters: {schema} the rehearsal schema; {lschema} the ledger schema; {outcomes} the
--- query of the attempt ends (outcomes_closures.sql or outcomes_done_entries.sql).
+-- query of the attempt ends (outcomes_closures.sql or outcomes_done_entries.sql); {qcol}
+-- the lanes' queue column (queue_key_column.sql).
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS {lschema}.found, {lschema}.ready, {lschema}.outcomes, {lschema}.jobs;
 CREATE TABLE {lschema}.found AS
@@ -14,8 +15,8 @@ SELECT args->>'m' AS marker, job_id FROM {schema}.ready_entries WHERE args ? 'm'
 UNION SELECT args->>'m', job_id FROM {schema}.deferred_jobs WHERE args ? 'm'
 UNION SELECT args->>'m', job_id FROM {schema}.dlq_entries WHERE args ? 'm';
 CREATE TABLE {lschema}.ready AS
-SELECT queue, priority, enqueue_shard, lane_seq, job_id, run_lease FROM {schema}.ready_entries;
-CREATE INDEX ON {lschema}.ready (queue, priority, enqueue_shard, lane_seq);
+SELECT {qcol}, priority, enqueue_shard, lane_seq, job_id, run_lease FROM {schema}.ready_entries;
+CREATE INDEX ON {lschema}.ready ({qcol}, priority, enqueue_shard, lane_seq);
 ANALYZE {lschema}.ready;
 CREATE TABLE {lschema}.outcomes AS {outcomes};
 CREATE INDEX ON {lschema}.outcomes (job_id);

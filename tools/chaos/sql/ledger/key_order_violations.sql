@@ -11,7 +11,7 @@ WITH once AS (
            -- not above the row's is the only candidate (one index probe, not a scan).
            (SELECT CASE WHEN b.last_seq >= r.lane_seq THEN b.written_at END
             FROM chaos.claims b
-            WHERE b.queue = r.queue AND b.priority = r.priority
+            WHERE b.queue_id = r.queue_id AND b.priority = r.priority
               AND b.enqueue_shard = r.enqueue_shard AND b.first_seq <= r.lane_seq
             ORDER BY b.first_seq DESC LIMIT 1) AS claimed_at
     FROM chaos.ledger l

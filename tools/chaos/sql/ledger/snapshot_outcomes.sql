@@ -4,11 +4,11 @@ SET client_min_messages = warning;
 DROP TABLE IF EXISTS chaos.outcomes, chaos.ready;
 ANALYZE awa.ready_entries, awa.claim_batches, awa.claim_closures, awa.done_entries;
 CREATE TABLE chaos.ready AS
-SELECT queue, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt FROM awa.ready_entries;
+SELECT queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt FROM awa.ready_entries;
 CREATE INDEX ON chaos.ready (job_id);
 CREATE TABLE chaos.outcomes AS
 WITH closed AS MATERIALIZED (
-    SELECT b.queue, b.priority, b.enqueue_shard, s.lane_seq, c.closed_at
+    SELECT b.queue_id, b.priority, b.enqueue_shard, s.lane_seq, c.closed_at
     FROM awa.claim_closures c
     JOIN awa.claim_batches b ON b.claim_slot = c.claim_slot AND b.batch_id = c.batch_id
     CROSS JOIN LATERAL unnest(c.lane_seqs) AS rg(closed)
@@ -17,7 +17,7 @@ WITH closed AS MATERIALIZED (
 SELECT r.job_id, r.run_lease + 1 AS run_lease, r.attempt + 1 AS attempt, 'completed'::text AS state,
        c.closed_at AS finished_at
 FROM closed c
-JOIN chaos.ready r USING (queue, priority, enqueue_shard, lane_seq)
+JOIN chaos.ready r USING (queue_id, priority, enqueue_shard, lane_seq)
 UNION ALL
 SELECT d.job_id, d.run_lease, d.attempt, d.state, d.finished_at FROM awa.done_entries d;
 CREATE INDEX ON chaos.outcomes (job_id);

@@ -9,16 +9,16 @@
 SET client_min_messages = warning;
 CREATE SCHEMA IF NOT EXISTS chaos;
 CREATE TABLE chaos.claims (
-    queue         text        NOT NULL,
+    queue_id      integer     NOT NULL,
     priority      smallint    NOT NULL,
     enqueue_shard smallint    NOT NULL,
     first_seq     bigint      NOT NULL,
     last_seq      bigint      NOT NULL,
     written_at    timestamptz NOT NULL);
-CREATE INDEX ON chaos.claims (queue, priority, enqueue_shard, first_seq);
+CREATE INDEX ON chaos.claims (queue_id, priority, enqueue_shard, first_seq);
 CREATE FUNCTION chaos.record_claim() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO chaos.claims VALUES (NEW.queue, NEW.priority, NEW.enqueue_shard,
+    INSERT INTO chaos.claims VALUES (NEW.queue_id, NEW.priority, NEW.enqueue_shard,
                                      NEW.first_seq, NEW.last_seq, clock_timestamp());
     RETURN NULL;
 END
