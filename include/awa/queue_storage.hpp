@@ -99,9 +99,10 @@ class QueueStorage {
   InsertResult insert_result(Connection& conn, const NewJob& job);
   // One multi-row INSERT per lane, all lanes in one pipelined round trip.
   std::vector<JobId> insert_many(Connection& conn, std::span<const NewJob> jobs);
-  // The same routing and reservation, rows sent with COPY. Measured no faster than
-  // insert_many (docs/benchmarks.md): the rows can only be completed once the reservation
-  // has answered, a second round trip under the lane lock. Prefer insert_many.
+  // The same routing and reservation, rows sent with COPY: the rows can only be completed
+  // once the reservation has answered, a second client turn under the lane lock. Measured
+  // (docs/benchmarks.md) slower than insert_many on a queue of one shard and faster with 8
+  // or more shards and many producers.
   std::vector<JobId> insert_many_copy(Connection& conn, std::span<const NewJob> jobs);
 
   // --- consumer side -------------------------------------------------------------------
