@@ -57,7 +57,8 @@ class QueueIdsMigrationTest : public PgTest {
         "VALUES ($1, 2, $2, $3)",
         queue, shard, claim_seq);
     const auto r = conn().query(
-        "WITH ins AS (INSERT INTO ready_entries (ready_slot, queue, priority, enqueue_shard, lane_seq, job_id, "
+        "WITH ins AS (INSERT INTO ready_entries (ready_slot, queue, priority, enqueue_shard, "
+        "lane_seq, job_id, "
         "kind, args, max_attempts, run_at, created_at) "
         "SELECT (SELECT slot FROM ring_rotations WHERE ring = 'queue' ORDER BY generation DESC "
         "LIMIT 1), $1, 2, $2, nextval($3::regclass), nextval('job_ids'), 'old', "
@@ -133,19 +134,19 @@ TEST_F(QueueIdsMigrationTest, APopulatedSchemaMigratesAndDrainsExactlyOnceInOrde
 
   // Ids given in name order; no hot table keeps a name column; the keys are on the id.
   EXPECT_EQ(scalar("SELECT count(*) FROM queue_ids"), 3);
-  EXPECT_EQ(conn().exec("SELECT string_agg(queue, ',' ORDER BY queue_id) FROM queue_ids").text(0, 0),
-            "alpha,beta,gamma");
-  EXPECT_EQ(scalar("SELECT count(*) FROM information_schema.columns WHERE table_schema = '" +
-                   schema_ +
-                   "' AND column_name = 'queue' AND table_name IN ('ready_entries', "
-                   "'done_entries', 'ready_tombstones', 'claim_batches', 'leases', "
-                   "'queue_enqueue_heads', 'queue_claim_heads', 'terminal_rollups', "
-                   "'minute_rollups', 'shard_fences')"),
-            0);
-  EXPECT_EQ(conn()
-                .exec("SELECT pg_get_indexdef('ready_entries_pkey'::regclass)")
-                .text(0, 0)
-                .find("(ready_slot, queue_id, priority, enqueue_shard, lane_seq)") !=
+  EXPECT_EQ(
+      conn().exec("SELECT string_agg(queue, ',' ORDER BY queue_id) FROM queue_ids").text(0, 0),
+      "alpha,beta,gamma");
+  EXPECT_EQ(
+      scalar("SELECT count(*) FROM information_schema.columns WHERE table_schema = '" + schema_ +
+             "' AND column_name = 'queue' AND table_name IN ('ready_entries', "
+             "'done_entries', 'ready_tombstones', 'claim_batches', 'leases', "
+             "'queue_enqueue_heads', 'queue_claim_heads', 'terminal_rollups', "
+             "'minute_rollups', 'shard_fences')"),
+      0);
+  EXPECT_EQ(conn().exec("SELECT pg_get_indexdef('ready_entries_pkey'::regclass)")
+                    .text(0, 0)
+                    .find("(ready_slot, queue_id, priority, enqueue_shard, lane_seq)") !=
                 std::string::npos,
             true);
   EXPECT_EQ(scalar("SELECT count(*) FROM shard_fences WHERE queue_id = queue_id_of('gamma')"), 1);
