@@ -46,9 +46,10 @@ LANGUAGE sql STABLE AS $$
     SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = p_queue
 $$;
 
--- The queue's id, given to the name now if it has none (ensure_lane, the only caller,
--- runs as the schema's owner). An id is never reused: one whose creating transaction
--- rolled back is a gap. Two first lanes of a new queue in concurrent transactions: the
+-- The queue's id, given to the name now if it has none. Callers: ensure_lane (as the
+-- schema's owner, for a queue's first lane) and cancel_job (the done row of a scheduled
+-- job whose queue never had a lane). An id is never reused: one whose creating
+-- transaction rolled back is a gap. Two first lanes of a new queue in concurrent transactions: the
 -- second INSERT waits for the first and, once it commits, reads its id in a new
 -- statement; under REPEATABLE READ that read cannot see it, which is a serialization
 -- failure for the caller to retry.
