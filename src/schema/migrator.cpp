@@ -25,10 +25,10 @@ constexpr std::string_view kFunctionSettings = "security/function_settings.sql";
 // Migrations whose storage change older builds cannot run against: 0002_rings dropped the
 // per-job receipt table (lease_claims) that an older worker's claims and completions
 // write; 0018_queue_ids replaced the hot tables' queue name columns, which an older
-// producer's and worker's statements write, by queue ids. Migrations are append-only (checksummed),
-// so the list lives here rather than in the files. A migration belongs here when a build from
-// before it, running against the schema after it, fails (the upgrade rehearsal,
-// scripts/upgrade-rehearsal, shows it).
+// producer's and worker's statements write, by queue ids. Migrations are append-only
+// (checksummed), so the list lives here rather than in the files. A migration belongs here
+// when a build from before it, running against the schema after it, fails (the upgrade
+// rehearsal, scripts/upgrade-rehearsal, shows it).
 constexpr int kBreaksRunningWorkers[] = {2, 18};
 
 bool starts_with(std::string_view s, std::string_view prefix) {

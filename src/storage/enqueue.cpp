@@ -84,13 +84,6 @@ int QueueStorage::Impl::cached_queue_id(const std::string& queue) const {
   return it == shard_cache.end() ? 0 : it->second.queue_id;
 }
 
-void QueueStorage::Impl::learn_queue_id(const std::string& queue, int queue_id) {
-  // An id never changes, so it is kept without touching when the shard count was read.
-  std::unique_lock lock(mu);
-  const auto it = shard_cache.find(queue);
-  if (it != shard_cache.end()) it->second.queue_id = queue_id;
-}
-
 namespace {
 
 bool counted(const storage::BusyLanes::Hold& hold, const LaneKey& key) {
@@ -178,9 +171,16 @@ void QueueStorage::Impl::forget_shard_counts(const Plan& p) {
   for (const auto& [queue, shards] : p.keyed_shards) shard_cache.erase(queue);
 }
 
-void QueueStorage::Impl::remember_lanes(const Plan& p) {
+void QueueStorage::Impl::remember_lanes(const Plan& p, std::span<const int> queue_ids) {
   std::unique_lock lock(mu);
-  for (const auto& l : p.lanes) lane_cache.insert(l.key);
+  for (std::size_t l = 0; l < p.lanes.size(); ++l) {
+    lane_cache.insert(p.lanes[l].key);
+    // An id never changes, so it is kept without touching when the shard count was read.
+    if (l < queue_ids.size() && queue_ids[l] != 0) {
+      const auto it = shard_cache.find(p.lanes[l].key.queue);
+      if (it != shard_cache.end()) it->second.queue_id = queue_ids[l];
+    }
+  }
 }
 
 pg::Params QueueStorage::Impl::insert_params(const LaneBatch& lane,
@@ -369,6 +369,7 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
   }
   wake_after_commit(conn, p, carried, pipe.best_effort_errors());
 
+  std::vector<int> queue_ids(p.lanes.size(), 0);
   for (std::size_t l = 0; l < p.lanes.size(); ++l) {
     const auto& lane = p.lanes[l];
     const auto& res = results[first + l];
@@ -382,7 +383,7 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
     }
     if (res.rows() > 0) {
       count_created(lane, res.get<bool>(0, 2));
-      learn_queue_id(lane.key.queue, res.get<int>(0, 4));
+      queue_ids[l] = res.get<int>(0, 4);
     }
   }
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
@@ -392,7 +393,7 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
       ids[p.deferred[static_cast<std::size_t>(r)]] = res.get<std::int64_t>(r, 0);
     }
   }
-  remember_lanes(p);
+  remember_lanes(p, queue_ids);
   count_enqueued(p, jobs);
   return ids;
 }

@@ -56,7 +56,7 @@ std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn,
 
   std::optional<std::string> late_error;
   std::vector<std::string> carried;
-  std::vector<int> queue_ids(p.lanes.size(), 0);  // from the reservations, learnt at commit
+  std::vector<int> queue_ids(p.lanes.size(), 0);  // from the reservations, kept at commit
   try {
     std::size_t first = 0;  // index of the first lane's reservation in the script
     std::string script;
@@ -143,11 +143,8 @@ std::vector<JobId> QueueStorage::Impl::insert_planned_copy(pg::Connection& conn,
   std::vector<std::string> errors;
   if (late_error) errors.push_back(std::move(*late_error));
   wake_after_commit(conn, p, carried, errors);
-  for (std::size_t l = 0; l < p.lanes.size(); ++l) {
-    if (queue_ids[l] != 0) learn_queue_id(p.lanes[l].key.queue, queue_ids[l]);
-  }
   reservations.fetch_add(p.lanes.size(), std::memory_order_relaxed);
-  remember_lanes(p);
+  remember_lanes(p, queue_ids);
   count_enqueued(p, jobs);
   return ids;
 }

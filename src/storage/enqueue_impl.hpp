@@ -73,14 +73,15 @@ struct QueueStorage::Impl {
   // in one query.
   void load_shard_counts(pg::Connection& conn, const std::set<std::string>& queues,
                          std::unordered_map<std::string, int>& out);
-  // The queue's id as last read with its shard count, or learnt from a committed insert
-  // since; 0 when not known (yet).
+  // The queue's id as last read with its shard count, or kept by remember_lanes from a
+  // committed insert since; 0 when not known (yet).
   int cached_queue_id(const std::string& queue) const;
-  void learn_queue_id(const std::string& queue, int queue_id);
 
   Plan plan(pg::Connection& conn, std::span<const NewJob> jobs);
 
-  void remember_lanes(const Plan& p);
+  // After a committed insert of `p`: its lanes exist, and `queue_ids` (one per lane, 0
+  // when not known) are the queues' ids the reservations returned.
+  void remember_lanes(const Plan& p, std::span<const int> queue_ids);
 
   // Keyed rows across a change of enqueue_shards (sql/functions/0022_shard_fences.sql).
   // A self-committing call routes with its cached counts; when it has keyed rows, the

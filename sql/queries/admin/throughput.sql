@@ -19,7 +19,7 @@
 WITH w AS (
     SELECT date_trunc('minute', now()) - make_interval(mins => $1::int - 1) AS start,
            date_trunc('minute', now()) + interval '1 minute' AS stop),
-one AS (SELECT i.queue_id FROM {schema}.queue_ids i WHERE i.queue = $2::text),
+one AS (SELECT {schema}.queue_id_of($2::text) AS queue_id),
 ends AS (
     SELECT b.queue_id, c.closed_at AS at, c.n_closed::bigint AS completed, 0::bigint AS failed
     FROM {schema}.claim_closures c
