@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "awa/error.hpp"
+#include "schema/migrator.hpp"
+#include "schema/optional_features.hpp"
 
 namespace awa::bench {
 
@@ -138,6 +140,24 @@ std::string unique_schema_name(std::string_view prefix) {
   return fmt::format("bench_{}_{}_{}", prefix, static_cast<long>(::getpid()), counter.fetch_add(1));
 }
 
+bool optional_features_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("AWA_BENCH_FEATURES");
+    const std::string_view value = v == nullptr ? "on" : v;
+    if (value != "on" && value != "off") {
+      throw std::invalid_argument(
+          fmt::format("AWA_BENCH_FEATURES must be 'on' or 'off', not '{}'", value));
+    }
+    return value == "off";
+  }();
+  return off;
+}
+
+void migrate_schema(pg::Connection& admin, const std::string& schema) {
+  schema::Migrator(schema).migrate(admin);
+  if (optional_features_off()) schema::install_without_optional_features(admin, schema);
+}
+
 ScopedSchema::ScopedSchema(pg::Connection& admin, std::string name)
     : admin_(admin), name_(std::move(name)), quoted_(admin.quote_identifier(name_)) {
   admin_.exec(fmt::format("DROP SCHEMA IF EXISTS {0} CASCADE; CREATE SCHEMA {0}", quoted_));
@@ -222,6 +242,7 @@ MachineInfo machine_info(pg::Connection& conn) {
     }
   }
   m.loadavg = loadavg();
+  m.optional_features_off = optional_features_off();
   const auto server = conn.exec(kServerDescription);
   m.server_version = server.get<std::string>(0, 0);
   m.server_address = server.get<std::string>(0, 1);
@@ -242,6 +263,7 @@ std::string MachineInfo::describe() const {
     sep = ", ";
   }
   if (!settings.empty()) s += ")";
+  if (optional_features_off) s += " | optional features OFF (AWA_BENCH_FEATURES=off)";
   return s;
 }
 
@@ -252,7 +274,8 @@ nlohmann::json MachineInfo::to_json() const {
           {"loadavg_at_start", loadavg},
           {"postgresql_version", server_version},
           {"postgresql_address", server_address},
-          {"postgresql_settings", settings}};
+          {"postgresql_settings", settings},
+          {"optional_features", optional_features_off ? "off" : "on"}};
 }
 
 // --- TablePrinter -----------------------------------------------------------------------

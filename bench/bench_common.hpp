@@ -96,6 +96,14 @@ class ScopedSchema {
 // "bench_<prefix>_<pid>_<n>": unique within this process and across processes.
 std::string unique_schema_name(std::string_view prefix);
 
+// AWA_BENCH_FEATURES: "off" runs every cell on the function set without its optional
+// features (schema::strip_optional_features); unset or "on", the functions as shipped.
+// Any other value throws. The report's machine line says which ran.
+bool optional_features_off();
+// Migrates `schema` with this build (schema::Migrator) and, when optional_features_off(),
+// re-installs the functions without their optional features.
+void migrate_schema(pg::Connection& admin, const std::string& schema);
+
 // Hooks of run_fleet, run on the calling thread.
 struct FleetHooks {
   std::function<void()> on_ready;    // every worker prepared; the line is not released yet
@@ -120,6 +128,7 @@ struct MachineInfo {
   std::string server_version;
   std::string server_address;                   // inet_server_addr():inet_server_port()
   std::map<std::string, std::string> settings;  // fsync, synchronous_commit, ...
+  bool optional_features_off = false;           // AWA_BENCH_FEATURES=off
 
   std::string describe() const;
   nlohmann::json to_json() const;

@@ -40,7 +40,6 @@
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
 #include "runtime/ring_maintenance.hpp"
-#include "schema/migrator.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::bench {
@@ -133,9 +132,7 @@ void run_jobs(pg::Connection& c, QueueStorage& store, const std::string& queue, 
   }
 }
 
-void prepare(pg::Connection& admin, const ScopedSchema& s) {
-  schema::Migrator(s.name()).migrate(admin);
-}
+void prepare(pg::Connection& admin, const ScopedSchema& s) { migrate_schema(admin, s.name()); }
 
 nlohmann::json laps_json(const std::vector<Lap>& laps) {
   auto out = nlohmann::json::array();

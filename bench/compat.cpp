@@ -26,7 +26,6 @@
 
 #include "bench_common.hpp"
 #include "pg/connection.hpp"
-#include "schema/migrator.hpp"
 
 namespace awa::bench {
 namespace {
@@ -74,7 +73,7 @@ Sample run_cell(pg::Connection& admin, const Options& o, Mode mode, int clients)
         "created_at) VALUES ($2, 2, $1, $3::jsonb, 25, now(), now())",
         schema.quoted());
   } else {
-    schema::Migrator(schema.name()).migrate(admin);
+    migrate_schema(admin, schema.name());
     admin.exec(fmt::format("INSERT INTO {}.queue_meta (queue, enqueue_shards) VALUES ('{}', {})",
                            schema.quoted(), kQueue, o.shards));
     sql = fmt::format("SELECT id FROM {}.insert_job_compat($1, $2, $3::jsonb)", schema.quoted());

@@ -13,7 +13,6 @@
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/copy.hpp"
-#include "schema/migrator.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::bench {
@@ -113,7 +112,7 @@ DrainCell measure_drain(pg::Connection& admin, const DrainSetup& o, const Scoped
 
 void seed_queue(pg::Connection& admin, const ScopedSchema& schema, std::string_view queue,
                 int shards, int jobs, std::string_view kind, int keys) {
-  schema::Migrator(schema.name()).migrate(admin);
+  migrate_schema(admin, schema.name());
   admin.query(
       fmt::format("INSERT INTO {}.queue_meta (queue, enqueue_shards) VALUES ($1, $2) "
                   "ON CONFLICT (queue) DO UPDATE SET enqueue_shards = EXCLUDED.enqueue_shards",

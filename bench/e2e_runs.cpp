@@ -19,7 +19,6 @@
 #include "awa/queue_storage.hpp"
 #include "drain_cells.hpp"
 #include "pg/native.hpp"
-#include "schema/migrator.hpp"
 
 namespace awa::bench {
 namespace {
@@ -135,7 +134,7 @@ ClientOptions client_options(const std::string& schema, const E2eSetup& o) {
 }
 
 void prepare_schema(pg::Connection& admin, const ScopedSchema& schema, int shards) {
-  schema::Migrator(schema.name()).migrate(admin);
+  migrate_schema(admin, schema.name());
   admin.query(
       fmt::format("INSERT INTO {}.queue_meta (queue, enqueue_shards) VALUES ($1, $2) "
                   "ON CONFLICT (queue) DO UPDATE SET enqueue_shards = EXCLUDED.enqueue_shards",

@@ -9,7 +9,6 @@
 
 #include "awa/queue_storage.hpp"
 #include "pg/pipeline.hpp"
-#include "schema/migrator.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/store_access.hpp"
@@ -188,13 +187,13 @@ CellOutcome run_cell(pg::Connection& admin, const Options& o, const Workload& w,
   if (is_ceiling(mode)) {
     admin.exec(render(kPlainTable));
   } else if (mode == Mode::kBareReady) {
-    schema::Migrator(schema.name()).migrate(admin);
+    migrate_schema(admin, schema.name());
     bare_slot = admin.exec(render(kCurrentSlot)).get<int>(0, 0);
     for (int s = 0; s < shards; ++s) {
       admin.exec(fmt::format(fmt::runtime(kBareSequence), schema.quoted(), s));
     }
   } else {
-    schema::Migrator(schema.name()).migrate(admin);
+    migrate_schema(admin, schema.name());
     admin.query(render(kSeedShards), std::string(kQueue), shards);
     store.emplace(StorageOptions{schema.name()});
   }

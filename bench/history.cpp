@@ -95,7 +95,6 @@
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
 #include "runtime/maintenance_leader.hpp"
-#include "schema/migrator.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::bench {
@@ -238,7 +237,7 @@ awa::Connection open_conn(const char* application_name) {
 }
 
 void prepare_schema(pg::Connection& admin, const ScopedSchema& schema, int shards) {
-  schema::Migrator(schema.name()).migrate(admin);
+  migrate_schema(admin, schema.name());
   admin.query(
       fmt::format("INSERT INTO {}.queue_meta (queue, enqueue_shards) VALUES ($1, $2) "
                   "ON CONFLICT (queue) DO UPDATE SET enqueue_shards = EXCLUDED.enqueue_shards",

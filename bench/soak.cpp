@@ -78,7 +78,6 @@
 #include "bench_common.hpp"
 #include "pg/connection.hpp"
 #include "pg/native.hpp"
-#include "schema/migrator.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa::bench {
@@ -330,7 +329,7 @@ RunResult run_soak(pg::Connection& admin, const Options& o, const CountingSink& 
   RunResult r;
   BenchSchema schema(admin, unique_schema_name("soak"), o.keep_schema);
   r.schema = schema.name();
-  schema::Migrator(schema.name()).migrate(admin);
+  migrate_schema(admin, schema.name());
   {
     Connection pub = pg::adopt(connect("awa_bench_soak_admin", kStatementTimeout));
     Admin(schema.name()).set_enqueue_shards(pub, std::string(kQueue), o.shards);

@@ -21,7 +21,6 @@
 #include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/native.hpp"
-#include "schema/migrator.hpp"
 #include "sustained_probes.hpp"
 
 namespace awa::bench {
@@ -83,7 +82,7 @@ TrialResult run_trial(pg::Connection& admin, const SustainedSetup& s) {
   const auto nn = static_cast<std::size_t>(n);
 
   ScopedSchema schema(admin, unique_schema_name("sustained"));
-  schema::Migrator(schema.name()).migrate(admin);
+  migrate_schema(admin, schema.name());
   const std::string url = sustained::client_url();
   {
     // The queue's shard count, and a check that a session opened as the Client opens its

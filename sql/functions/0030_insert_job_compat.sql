@@ -43,6 +43,8 @@
 -- lock to commit: two transactions that claim the same keys in opposite orders can still
 -- deadlock on those rows (40P01), as with any two row locks; claim keys in a fixed order.
 
+-- "-- optional(feature) {" ... "-- optional }": see 0040_claim_ready_runtime.sql.
+
 -- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
 -- returning bigint), and the one before p_unique. Dropped, since their defaults would make
 -- calls ambiguous with this one (and a changed OUT list needs a DROP anyway). This file is
@@ -105,12 +107,15 @@ BEGIN
     END IF;
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
+    -- optional(unique) {
     IF p_unique IS NOT NULL THEN
         SELECT * INTO v_spec FROM {schema}.unique_spec(p_unique);
     END IF;
+    -- optional }
     v_id := nextval('{schema}.job_ids');
     duplicate := false;
 
+    -- optional(unique) {
     IF p_unique IS NOT NULL THEN
         -- Before any lane lock: the key's row lock is the one concurrent inserters of an
         -- equal job wait on.
@@ -129,6 +134,7 @@ BEGIN
             RETURN;
         END IF;
     END IF;
+    -- optional }
 
     id := v_id;
     kind := p_kind;

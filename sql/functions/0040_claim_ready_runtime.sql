@@ -58,6 +58,11 @@
 --   max_rate / burst: a token bucket row per queue, locked and refilled for the time
 --     elapsed (clock_timestamp, after the lock), caps the claim at floor(tokens); what was
 --     actually claimed is taken out after the claim, so an empty claim costs nothing.
+--
+-- "-- optional(feature) {" ... "-- optional }" mark the code of optional features; a
+-- benchmark run with AWA_BENCH_FEATURES=off installs this file without them (and with the
+-- "--off" lines in their place) to measure what plain jobs pay for them
+-- (src/schema/optional_features.hpp).
 -- Each lane's first row at or after its claim cursor in one ready slot (none for a NULL
 -- slot). A SQL function so that PostgreSQL inlines it: called with a scalar slot it is
 -- pruned to one partition at executor start-up and walks the primary key in lane_seq
@@ -162,6 +167,7 @@ BEGIN
         PERFORM {schema}.shard_fence_now(p_queue, v_fence);
     END IF;
 
+    -- optional(limits) {
     IF v_global_max IS NOT NULL THEN
         -- A snapshot older than the lock (REPEATABLE READ, SERIALIZABLE) would miss the
         -- previous holder's claim and let the queue exceed its limit.
@@ -199,7 +205,9 @@ BEGIN
         END IF;
         v_max_batch := least(v_max_batch, floor(v_tokens)::integer);
     END IF;
+    -- optional }
 
+    -- optional(aging, deadline) {
     v_aging_s := coalesce(extract(epoch FROM p_aging)::double precision,
                           v_meta_aging_ms / 1000.0);
     IF v_aging_s IS NOT NULL AND v_aging_s <= 0 THEN
@@ -209,6 +217,7 @@ BEGIN
     IF v_deadline IS NULL AND v_meta_deadline_ms IS NOT NULL THEN
         v_deadline := make_interval(secs => least(v_meta_deadline_ms, 3155760000000) / 1000.0);
     END IF;
+    -- optional }
     v_claim_slot := {schema}.ring_current_slot('claim');
 
     -- A lane whose visible head turns out to be only tombstones, or that another claimer
@@ -254,7 +263,10 @@ BEGIN
               AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
                    OR head.seq < {schema}.shard_fence_cap(v_qid, claims.priority, claims.enqueue_shard))
             -- The ORDER BY of the general scan below: keep the two the same.
+            -- optional(aging) {
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
+            --off ORDER BY claims.priority,
+            -- optional }
                      head.at,
                      claims.priority
             LIMIT 1
@@ -287,7 +299,10 @@ BEGIN
             WHERE claims.queue_id = v_qid
               AND (NOT EXISTS (SELECT 1 FROM {schema}.queue_meta m WHERE m.queue = p_queue AND m.shard_fence IS NOT NULL)
                    OR head.seq < {schema}.shard_fence_cap(v_qid, claims.priority, claims.enqueue_shard))
+            -- optional(aging) {
             ORDER BY {schema}.effective_priority(claims.priority, head.at, v_aging_s),
+            --off ORDER BY claims.priority,
+            -- optional }
                      head.at,
                      claims.priority
             LIMIT 1
@@ -357,7 +372,10 @@ BEGIN
               AND EXISTS (SELECT 1 FROM picked))
         SELECT l.job_id, l.run_lease + 1, (l.attempt + 1)::smallint, l.enqueue_shard,
                l.ready_slot, l.lane_seq, v_claim_slot, b.batch_id, p_queue, l.priority,
+               -- optional(aging) {
                {schema}.effective_priority(l.priority, l.run_at, v_aging_s)::smallint,
+               --off l.priority,
+               -- optional }
                l.kind, l.args, l.metadata, l.tags, l.max_attempts, l.ordering_key, l.errors,
                l.run_at, l.created_at, now(), now() + v_deadline
         FROM live l, batch b
@@ -369,8 +387,10 @@ BEGIN
             EXIT;
         END IF;
     END LOOP;
+    -- optional(limits) {
     IF v_max_rate IS NOT NULL AND v_claimed > 0 THEN
         UPDATE {schema}.queue_rate_buckets k SET tokens = k.tokens - v_claimed WHERE k.queue = p_queue;
     END IF;
+    -- optional }
 END
 $$;
