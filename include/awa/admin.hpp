@@ -234,8 +234,8 @@ struct JobDetail {
   // The callback id the open attempt registered (JobContext::register_callback, or parked
   // with JobResult::wait_for_callback): what Admin::complete_external takes.
   std::optional<std::string> callback_id;
-  // A completed job's result, when its external callback gave one
-  // (Admin::complete_external); JSON text.
+  // A completed job's result, when its handler returned one (JobResult::completed(json))
+  // or its external callback gave one (Admin::complete_external); JSON text.
   std::optional<std::string> result_json;
   std::vector<JobEvent> timeline;
 };

@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "awa/job.hpp"
 #include "awa/periodic.hpp"
@@ -44,6 +45,11 @@ namespace awa {
 class JobResult {
  public:
   static JobResult completed() { return JobResult(Outcome::kCompleted); }
+  // Success with a JSON result, stored with the job: Admin::job's result_json, `awa job
+  // show` and the dashboard show it. At most kMaxArgsBytes of JSON text; a larger result,
+  // or one with strings that are not UTF-8, throws InvalidArgument here (escaping the
+  // handler, that is a retryable failure of the attempt).
+  static JobResult completed(const nlohmann::json& result);
   // A retryable failure with an explicit delay (counts as an attempt).
   static JobResult retry_after(std::chrono::milliseconds delay, std::string message = "retry") {
     JobResult r(Outcome::kRetry);
@@ -88,12 +94,15 @@ class JobResult {
   // Negative: the default (exponential backoff for retries). wait_for_callback: the
   // callback timeout.
   std::chrono::milliseconds delay() const noexcept { return delay_; }
+  // completed(result): the result as JSON text; otherwise none.
+  const std::optional<std::string>& result_json() const noexcept { return result_json_; }
 
  private:
   explicit JobResult(Outcome o) : outcome_(o) {}
   Outcome outcome_;
   std::string message_;
   std::chrono::milliseconds delay_{-1};
+  std::optional<std::string> result_json_;
 };
 
 // What a handler sees of its job. Valid only during the handler call.
@@ -143,6 +152,21 @@ class JobContext {
   // 1 ms .. 100 years, and awa::Error when the attempt is no longer open (cancelled,
   // rescued, or already ended by its callback).
   virtual std::string register_callback(std::chrono::milliseconds timeout) = 0;
+
+  // Exactly-once effects (docs/workflows.md): completes this attempt inside the transaction
+  // open on `conn` (the handler's own connection, beside its business writes), so the job
+  // is completed if and only if that transaction commits. Call it last, COMMIT, then
+  // return JobResult::completed(): the runtime sends no completion of its own then. Throws
+  // as QueueStorage::finalize_in does: awa::Error with SQLSTATE 55000 when the attempt is
+  // no longer current (rescued, cancelled, past its deadline and rescued), after which
+  // the transaction can only roll back. A handler that does not commit after it (or
+  // returns anything but completed()) leaves the attempt to the runtime as usual.
+  void complete_in(Connection& conn) { finalize_in(conn, std::nullopt); }
+  // The same with a result kept with the job (as JobResult::completed(result)).
+  void complete_in(Connection& conn, const nlohmann::json& result);
+
+ protected:
+  virtual void finalize_in(Connection& conn, const std::optional<std::string>& result_json) = 0;
 };
 
 // A handler that throws is a retryable failure with the exception's message; one that

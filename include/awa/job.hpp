@@ -187,6 +187,8 @@ struct Completion {
   Outcome outcome = Outcome::kCompleted;
   std::string error;                    // kRetry / kFail: the message kept on the job
   std::chrono::milliseconds delay{-1};  // kRetry / kSnooze; negative: default backoff
+  // kCompleted: the job's result, JSON text of at most kMaxArgsBytes, kept with the job.
+  std::optional<std::string> result_json;
 
   static Completion of(const ClaimedEntry& entry, Outcome outcome, std::string error = {},
                        std::chrono::milliseconds delay = std::chrono::milliseconds(-1));

@@ -126,6 +126,18 @@ class QueueStorage {
   // one). Results are in input order; stale ones changed nothing.
   std::vector<CompletionResult> complete(Connection& conn, std::span<const Completion> completions);
 
+  // Exactly-once effects (docs/workflows.md): completes the attempt `entry` inside the
+  // transaction open on `conn`, with the caller's own writes, so the job is completed if
+  // and only if that transaction commits (finalize_attempt). `result_json`: a result kept
+  // with the job (JSON text, as for Completion::result_json). Throws InvalidArgument when
+  // `conn` has no transaction open or the result is not storable; awa::Error with SQLSTATE
+  // 55000 when the attempt is no longer current (rescued, cancelled, already ended) and
+  // 0A000 outside READ COMMITTED: the transaction is then aborted, so nothing of it can
+  // commit. Until it ends, the attempts of `entry`'s claim batch cannot be heartbeaten or
+  // completed by others: call it last, just before COMMIT.
+  void finalize_in(Connection& conn, const ClaimedEntry& entry,
+                   const std::optional<std::string>& result_json = std::nullopt);
+
   // Heartbeats open attempts, materialising a leases row for each on its first beat
   // (progress, when given, is stored on the lease). Returns the ids of the attempts that
   // are still open; an attempt not returned was closed (cancelled, rescued) and its

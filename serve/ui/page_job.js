@@ -40,7 +40,7 @@
         h('div', { id: 'progress-section', hidden: true },
           h('h2', null, 'Progress'), h('pre', { id: 'job-progress' })),
         h('div', { id: 'result-section', hidden: true },
-          h('h2', null, 'Callback result'), h('pre', { id: 'job-result' })),
+          h('h2', null, 'Result'), h('pre', { id: 'job-result' })),
         h('h2', null, 'Errors'),
         awa.table('errors', [['attempt', 'Attempt'], ['at', 'At (UTC)'], ['error', 'Error']]),
         h('p', { id: 'no-errors', class: 'muted', hidden: true }, 'No attempt failed.'),

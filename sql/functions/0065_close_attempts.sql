@@ -24,8 +24,8 @@
 -- retry, due now, reason 'rescue'). Returns (ord, state) for the attempts closed here,
 -- ord being the 1-based input position.
 --
--- p_results: a result per attempt, kept for 'completed' only (an external callback's
--- answer, migration 0011). A success with a result is closed like the other ends — its
+-- p_results: a result per attempt, kept for 'completed' only (a handler's result, or an
+-- external callback's answer). A success with a result is closed like the other ends — its
 -- done row (state 'completed', the result) and a 'closed' closure — so it is counted
 -- once, from the done row, by every reader; one without stays a bare closure.
 DROP FUNCTION IF EXISTS {schema}.close_attempts(bigint[], bigint[], text[], text[], double precision[]);

@@ -127,6 +127,8 @@ struct Client::Impl {
     std::string register_callback(std::chrono::milliseconds timeout) override {
       return impl_.register_callback(*this, timeout);
     }
+    // complete_in was called: the handler's own transaction completes the attempt.
+    bool finalized() const { return finalized_; }
 
     // Thread-safe (std::stop_source is).
     void request_stop() { stop_.request_stop(); }
@@ -135,11 +137,17 @@ struct Client::Impl {
     std::pair<JobId, std::int64_t> key() const { return {entry_.job_id, entry_.run_lease}; }
 
    private:
+    void finalize_in(Connection& conn, const std::optional<std::string>& result_json) override {
+      impl_.store_->finalize_in(conn, entry_, result_json);
+      finalized_ = true;
+    }
+
     Impl& impl_;
     const ClaimedEntry entry_;
     QueueState& queue_;
     std::stop_source stop_;
     mutable std::optional<nlohmann::json> args_;  // touched by the handler's thread only
+    bool finalized_ = false;                      // likewise
   };
 
   enum class Phase { kNew, kRunning, kStopped };

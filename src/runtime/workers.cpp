@@ -106,7 +106,16 @@ void Client::Impl::run_job(Job& job) {
     park_for_callback(job, result.delay());
     return;
   }
-  batcher_->submit(Completion::of(job.entry(), result.outcome(), result.message(), result.delay()));
+  if (job.finalized() && result.outcome() == Outcome::kCompleted) {
+    // Completed by the handler's own transaction (JobContext::complete_in): a completion
+    // sent now would only find the attempt closed.
+    completed_.fetch_add(1, std::memory_order_relaxed);
+    storage::engine_metrics(*store_).job_completed.with({job.queue(), "completed"}).inc();
+    return;
+  }
+  auto completion = Completion::of(job.entry(), result.outcome(), result.message(), result.delay());
+  completion.result_json = result.result_json();
+  batcher_->submit(std::move(completion));
 }
 
 void Client::Impl::count_result(const Completion&, const CompletionResult& r) {

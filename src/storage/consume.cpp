@@ -98,6 +98,9 @@ Consumer::Consumer(const std::string& quoted_schema, metrics::EngineMetrics& met
     : metrics_(metrics),
       claim_sql_(sql::render(sql::file("queries/consume/claim.sql"), quoted_schema)),
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
+      complete_results_sql_(
+          sql::render(sql::file("queries/consume/complete_results.sql"), quoted_schema)),
+      finalize_sql_(sql::render(sql::file("queries/consume/finalize.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       release_sql_(sql::render(sql::file("queries/consume/release.sql"), quoted_schema)),
       heartbeat_sql_(sql::render(sql::file("queries/consume/heartbeat.sql"), quoted_schema)),
@@ -179,6 +182,24 @@ std::vector<ClaimedEntry> Consumer::claim(pg::Connection& conn, const std::strin
   return out;
 }
 
+void Consumer::finalize_in(pg::Connection& conn, const ClaimedEntry& entry,
+                           const std::optional<std::string>& result_json) const {
+  if (!conn.in_transaction()) {
+    throw InvalidArgument(
+        fmt::format("job {}: finalize_in needs the caller's open transaction (BEGIN, the writes, "
+                    "finalize_in, COMMIT); outside one it would be a plain completion",
+                    entry.job_id));
+  }
+  if (result_json) {
+    validate_json_text(fmt::format("job {}'s result", entry.job_id), *result_json, kMaxArgsBytes);
+  }
+  pg::Params params;
+  params.add(entry.claim_batch).add(entry.lane_seq).add(result_json);
+  // Not counted in awa_job_completed_total here: whether it completes is the caller's
+  // commit (the runtime counts a handler that returns completed() after it).
+  conn.exec_cached(finalize_sql_, params);
+}
+
 std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
                                                  std::span<const Completion> completions) const {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -186,12 +207,26 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
   results.reserve(completions.size());
   if (completions.empty()) return results;
   const auto started = std::chrono::steady_clock::now();
-  ArrayLiteral batch, lane_seq, outcome, error, delay;
+  ArrayLiteral batch, lane_seq, outcome, error, delay, result;
+  // The results array is built only for a batch that has one (plain batches pay nothing).
+  const bool any_result =
+      std::any_of(completions.begin(), completions.end(),
+                  [](const Completion& c) { return c.result_json.has_value(); });
   for (const auto& c : completions) {
     if (c.outcome == Outcome::kWaitForCallback)
       throw InvalidArgument(fmt::format(
           "job {}: waiting for a callback is not a completion (QueueStorage::wait_for_callback)",
           c.job_id));
+    if (c.result_json) {
+      if (c.outcome != Outcome::kCompleted) {
+        throw InvalidArgument(fmt::format("job {}: only a completed job has a result (outcome {})",
+                                          c.job_id, to_string(c.outcome)));
+      }
+      validate_json_text(fmt::format("job {}'s result", c.job_id), *c.result_json, kMaxArgsBytes);
+      result.add(*c.result_json);
+    } else if (any_result) {
+      result.add_null();
+    }
     batch.add(c.claim_batch);
     lane_seq.add(c.lane_seq);
     outcome.add(to_string(c.outcome));
@@ -211,10 +246,13 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
       delay.add_null();
     }
   }
-  const auto res = conn.exec_cached(
-      complete_sql_, pg::make_params(std::move(batch).finish(), std::move(lane_seq).finish(),
-                                     std::move(outcome).finish(), std::move(error).finish(),
-                                     std::move(delay).finish()));
+  // Results go by a statement of their own, so that the common batch (no results) keeps
+  // close_attempts' fast path for bare successes.
+  auto params = pg::make_params(std::move(batch).finish(), std::move(lane_seq).finish(),
+                                std::move(outcome).finish(), std::move(error).finish(),
+                                std::move(delay).finish());
+  if (any_result) params.add(std::move(result).finish());
+  const auto res = conn.exec_cached(any_result ? complete_results_sql_ : complete_sql_, params);
   // close_attempts answers (input position, state) for the attempts it closed; the
   // others (already closed, or a repeat within this call) are stale.
   for (const auto& c : completions) results.push_back({c.job_id, c.run_lease, std::nullopt});

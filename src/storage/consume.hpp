@@ -39,6 +39,9 @@ class Consumer {
       pg::Connection& conn, std::span<const QueueStorage::Heartbeat> beats) const;
   std::vector<QueueStorage::Rescued> rescue(pg::Connection& conn, std::chrono::milliseconds stale,
                                             int limit = 1000) const;
+  // QueueStorage::finalize_in.
+  void finalize_in(pg::Connection& conn, const ClaimedEntry& entry,
+                   const std::optional<std::string>& result_json) const;
   // register_callback (park = false) and wait_for_callback (park = true) of QueueStorage.
   std::optional<std::string> callback(pg::Connection& conn, const ClaimedEntry& entry,
                                       std::optional<std::chrono::milliseconds> timeout,
@@ -48,6 +51,8 @@ class Consumer {
   metrics::EngineMetrics& metrics_;
   std::string claim_sql_;
   std::string complete_sql_;
+  std::string complete_results_sql_;
+  std::string finalize_sql_;
   std::string promote_sql_;
   std::string release_sql_;
   std::string heartbeat_sql_;

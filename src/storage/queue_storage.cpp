@@ -62,6 +62,10 @@ std::vector<CompletionResult> QueueStorage::complete(Connection& conn,
                                                      std::span<const Completion> completions) {
   return impl_->consumer.complete(pg::native(conn), completions);
 }
+void QueueStorage::finalize_in(Connection& conn, const ClaimedEntry& entry,
+                               const std::optional<std::string>& result_json) {
+  impl_->consumer.finalize_in(pg::native(conn), entry, result_json);
+}
 int QueueStorage::promote_due(Connection& conn, int limit) {
   return impl_->consumer.promote_due(pg::native(conn), limit);
 }

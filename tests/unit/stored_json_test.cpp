@@ -120,6 +120,7 @@ class FakeJob final : public JobContext {
   std::string register_callback(std::chrono::milliseconds) override { return {}; }
 
  private:
+  void finalize_in(Connection&, const std::optional<std::string>&) override {}
   ClaimedEntry e_;
   nlohmann::json args_;
 };
