@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -26,35 +25,17 @@
 
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
-
-namespace {
-
-awa::Connection& thread_connection(const std::string& url) {
-  thread_local std::optional<awa::Connection> conn;
-  if (!conn) conn.emplace(awa::Connection::connect(url));
-  return *conn;
-}
-
-}  // namespace
+#include "worker_support.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 5) {
     std::cerr << "usage: credit_worker SCHEMA QUEUE MAX_WORKERS DEADLINE_MS\n";
     return 2;
   }
-  const char* url_env = std::getenv("DATABASE_URL");
-  if (url_env == nullptr) {
-    std::cerr << "credit_worker: DATABASE_URL is not set\n";
-    return 2;
-  }
-  const std::string url = url_env;
+  const std::string url = awa::test_workers::database_url_or_exit("credit_worker");
   const std::string schema = argv[1];
 
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  sigset_t stop = awa::test_workers::block_stop_signals();
 
   awa::ClientOptions o;
   o.database_url = url;
@@ -70,7 +51,7 @@ int main(int argc, char** argv) {
   std::atomic<int> refused{0};
   client.register_worker("credit", [&](awa::JobContext& job) {
     thread_local std::mt19937 rng{std::random_device{}()};
-    auto& conn = thread_connection(url);
+    auto& conn = awa::test_workers::thread_connection(url);
     const auto& e = job.entry();
     awa::Transaction tx(conn);
     conn.execute(fmt::format("INSERT INTO \"{}\".credits (job_id, attempt, pid, claim_batch, "

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -22,39 +21,18 @@
 
 #include "awa/client.hpp"
 #include "awa/connection.hpp"
-
-namespace {
-
-// One connection per handler thread, opened on first use.
-awa::Connection& thread_connection(const std::string& url) {
-  thread_local std::optional<awa::Connection> conn;
-  if (!conn) conn.emplace(awa::Connection::connect(url));
-  return *conn;
-}
-
-}  // namespace
+#include "worker_support.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 4) {
     std::cerr << "usage: interval_worker SCHEMA QUEUE MAX_WORKERS\n";
     return 2;
   }
-  const char* url_env = std::getenv("DATABASE_URL");
-  if (url_env == nullptr) {
-    std::cerr << "interval_worker: DATABASE_URL is not set\n";
-    return 2;
-  }
-  const std::string url = url_env;
+  const std::string url = awa::test_workers::database_url_or_exit("interval_worker");
   const std::string schema = argv[1];
   const std::string table = fmt::format("\"{}\".limit_intervals", schema);
 
-  // Blocked before any thread starts, so every thread inherits the mask and sigwait below
-  // is the only receiver.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  sigset_t stop = awa::test_workers::block_stop_signals();
 
   awa::ClientOptions o;
   o.database_url = url;
@@ -66,7 +44,7 @@ int main(int argc, char** argv) {
   awa::Client client(o);
   const int pid = static_cast<int>(::getpid());
   client.register_worker("interval", [&](awa::JobContext& job) {
-    auto& conn = thread_connection(url);
+    auto& conn = awa::test_workers::thread_connection(url);
     conn.execute(fmt::format(
         "INSERT INTO {} (job_id, attempt, pid, started_at) VALUES ({}, {}, {}, clock_timestamp())",
         table, job.job_id(), job.attempt(), pid));
