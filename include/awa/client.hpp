@@ -160,7 +160,9 @@ class JobContext {
   // as QueueStorage::finalize_in does: awa::Error with SQLSTATE 55000 when the attempt is
   // no longer current (rescued, cancelled, past its deadline and rescued), after which
   // the transaction can only roll back. A handler that does not commit after it (or
-  // returns anything but completed()) leaves the attempt to the runtime as usual.
+  // returns anything but completed()) leaves the attempt to the runtime as usual. After
+  // it, heartbeat() and set_progress() do nothing (the open transaction holds the lock a
+  // heartbeat would wait for).
   void complete_in(Connection& conn) { finalize_in(conn, std::nullopt); }
   // The same with a result kept with the job (as JobResult::completed(result)).
   void complete_in(Connection& conn, const nlohmann::json& result);

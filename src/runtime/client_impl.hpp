@@ -118,13 +118,22 @@ struct Client::Impl {
       return *args_;
     }
     std::stop_token stop_token() const override { return stop_.get_token(); }
+    // No-ops after complete_in: the handler's open transaction holds the attempt's batch
+    // lock, which a heartbeat (on another connection) would wait for until that commit.
     void set_progress(double percent, const std::string& message) override {
+      if (finalized_) return;
       // The message is free text: invalid UTF-8 becomes U+FFFD rather than a throw.
       impl_.beat_one(*this, nlohmann::json{{"percent", percent}, {"message", message}}.dump(
                                 -1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
-    void heartbeat() override { impl_.beat_one(*this, std::nullopt); }
+    void heartbeat() override {
+      if (!finalized_) impl_.beat_one(*this, std::nullopt);
+    }
     std::string register_callback(std::chrono::milliseconds timeout) override {
+      if (finalized_) {
+        throw Error("job " + std::to_string(entry_.job_id) +
+                    ": complete_in already completed this attempt; no callback registered");
+      }
       return impl_.register_callback(*this, timeout);
     }
     // complete_in was called: the handler's own transaction completes the attempt.

@@ -1,6 +1,7 @@
 // Job results: a handler's JobResult::completed(json) is stored with the job and shown by
 // Admin::job and `awa job show`; a result that cannot be stored fails the attempt; the
 // storage call refuses a result on anything but a success, before writing anything.
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "awa/admin.hpp"
+#include "awa/connection.hpp"
+#include "awa/error.hpp"
 #include "cli_runner.hpp"
 #include "runtime_support.hpp"
 
@@ -85,6 +88,43 @@ TEST_F(RuntimeTest, AResultThatCannotBeStoredFailsTheAttemptWithTheReason) {
   ASSERT_TRUE(n.has_value());
   ASSERT_EQ(n->errors.size(), 1U);
   EXPECT_NE(n->errors[0].error.find("\\u0000"), std::string::npos) << n->errors[0].error;
+}
+
+// The runtime side of JobContext::complete_in: the handler's transaction completes the job
+// with its write and result, the runtime sends nothing after it (no stale completion), and
+// a heartbeat or progress report between complete_in and the commit returns at once
+// instead of waiting on the lock the handler's own transaction holds.
+TEST_F(RuntimeTest, CompleteInCompletesTheJobWithTheHandlersWrite) {
+  conn().exec("CREATE TABLE effects (job_id bigint NOT NULL)");
+  Client client(options());
+  const std::string url = database_url();
+  const std::string table = schema_ + ".effects";
+  std::atomic<int> callback_refused{0};
+  client.register_worker("effect", [&](JobContext& job) {
+    auto c = Connection::connect(url);
+    Transaction tx(c);
+    c.execute("INSERT INTO " + table + " (job_id) VALUES ($1)", {SqlParam(job.job_id())});
+    job.complete_in(c, json{{"done", true}});
+    job.heartbeat();
+    job.set_progress(100, "committing");
+    try {
+      job.register_callback(std::chrono::minutes(1));
+    } catch (const Error&) {
+      callback_refused.fetch_add(1);
+    }
+    tx.commit();
+    return JobResult::completed();
+  });
+  client.add_queue(queue("results", 2));
+  const auto ids = enqueue("results", 3, "effect");
+  client.start();
+  ASSERT_TRUE(eventually([&] { return terminal("state = 'completed'") == 3; }, seconds(30)));
+  client.stop();
+  EXPECT_EQ(client.stats().completed, 3U);
+  EXPECT_EQ(client.stats().stale_completions, 0U);
+  EXPECT_EQ(callback_refused.load(), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM effects"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM done_entries WHERE result = '{\"done\": true}'"), 3);
 }
 
 TEST_F(RuntimeTest, TheStorageRefusesAResultOnAnythingButASuccessAndWritesNothing) {
