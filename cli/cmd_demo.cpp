@@ -187,7 +187,7 @@ bool side_show(Client& client, const Admin& admin, Connection& conn, ParkedCallb
   fmt::print("callback: Admin::complete_external -> {}; the same callback again -> {}\n",
              r.stale() ? "stale" : r.state,
              admin.complete_external(conn, id).stale() ? "stale (no double finalise)" : "applied");
-  return !r.stale() && before && before->summary.state == "waiting";
+  return !r.stale() && before && before->summary.state == "waiting_external";
 }
 
 int demo(const Context& ctx, const DemoArgs& args) {

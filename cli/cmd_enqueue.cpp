@@ -30,6 +30,8 @@ struct EnqueueArgs {
   long count = 1;
   bool unique = false;
   std::optional<long long> unique_period;
+  std::vector<JobId> after;
+  std::string on_parent_failure = "cancel";
   bool quiet = false;
 };
 
@@ -93,6 +95,10 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
     opts.unique.emplace();
     if (a.unique_period) opts.unique->period = std::chrono::seconds(*a.unique_period);
   }
+  opts.after = a.after;
+  opts.on_parent_failure = a.on_parent_failure == "run"    ? OnParentFailure::kRun
+                           : a.on_parent_failure == "fail" ? OnParentFailure::kFail
+                                                           : OnParentFailure::kCancel;
   const NewJob job =
       NewJob::from_text(a.kind, a.args_file ? read_args_file(*a.args_file) : a.args, opts);
   // Everything that can be checked without the database is checked before connecting
@@ -165,6 +171,15 @@ void add_enqueue(CLI::App& app, Context& ctx) {
   cmd->add_option("--unique-period", a->unique_period,
                   "with --unique: equal only within the same period of this many seconds")
       ->needs(unique);
+  cmd->add_option("--after", a->after,
+                  "run only after these jobs have ended (ids, comma-separated); the job waits "
+                  "in state waiting until then")
+      ->delimiter(',');
+  cmd->add_option("--on-parent-failure", a->on_parent_failure,
+                  "with --after: what a parent that failed, was cancelled or was dead-lettered "
+                  "does: cancel this job, run it anyway, or fail it")
+      ->check(CLI::IsMember({"cancel", "run", "fail"}))
+      ->capture_default_str();
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return enqueue(ctx, *a); }; });
 }
 

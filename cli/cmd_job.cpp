@@ -81,6 +81,17 @@ int show(const Context& ctx, JobId id, bool json) {
   if (d->progress_json) fmt::print("  progress     {}\n", *d->progress_json);
   if (d->callback_id) fmt::print("  callback_id  {}\n", *d->callback_id);
   if (d->result_json) fmt::print("  result       {}\n", *d->result_json);
+  const auto links = [](const std::vector<JobLink>& v) {
+    std::vector<std::string> parts;
+    for (const auto& l : v) parts.push_back(fmt::format("{} ({})", l.id, l.state));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  };
+  if (!d->parents.empty()) {
+    fmt::print("  parents      {}\n", links(d->parents));
+    fmt::print("  on failure   {} (of a parent){}\n", d->on_parent_failure.value_or("cancel"),
+               d->pending_parents ? fmt::format("; waiting for {}", *d->pending_parents) : "");
+  }
+  if (!d->children.empty()) fmt::print("  children     {}\n", links(d->children));
   if (!d->errors.empty()) {
     fmt::print("errors\n");
     for (const auto& e : d->errors) {
@@ -187,8 +198,8 @@ void add_job(CLI::App& app, Context& ctx) {
   auto* ls = cmd->add_subcommand("list", "jobs by id, with their state (one snapshot)");
   ls->add_option("--queue", a->queue, "only this queue");
   ls->add_option("--state", a->state,
-                 "only this state: scheduled, retryable, available, running, waiting, "
-                 "completed, failed, cancelled or dlq");
+                 "only this state: waiting, scheduled, retryable, available, running, "
+                 "waiting_external, completed, failed, cancelled or dlq");
   ls->add_option("--kind", a->kind, "only this kind");
   ls->add_option("--limit", a->filter.limit, "at most this many, 1..10000")->capture_default_str();
   ls->add_option("--after", a->after, "only ids greater than this (the next page)");

@@ -66,10 +66,9 @@ nlohmann::json lanes_json(const std::vector<ShardLag>& lanes) {
 nlohmann::json summary_json(const QueueSummary& q) {
   auto j = settings_json(q.settings);
   const QueueCounts& c = q.counts;
-  j["counts"] = {{"available", c.available}, {"running", c.running},
-                 {"scheduled", c.scheduled}, {"retryable", c.retryable},
-                 {"completed", c.completed}, {"failed", c.failed},
-                 {"cancelled", c.cancelled}, {"dlq", c.dlq}};
+  j["counts"] = {{"waiting", c.waiting},     {"available", c.available}, {"running", c.running},
+                 {"scheduled", c.scheduled}, {"retryable", c.retryable}, {"completed", c.completed},
+                 {"failed", c.failed},       {"cancelled", c.cancelled}, {"dlq", c.dlq}};
   j["oldest_available_age_s"] =
       q.oldest_available_age_s ? nlohmann::json(*q.oldest_available_age_s) : nullptr;
   return j;
@@ -134,8 +133,8 @@ void print_summary(const QueueSummary& q) {
   const QueueCounts& c = q.counts;
   fmt::print("queue {}{}\n", q.settings.queue, q.settings.paused ? " (PAUSED)" : "");
   print_settings(q.settings);
-  fmt::print("  live:     available {}, running {}, scheduled {}, retryable {}\n", c.available,
-             c.running, c.scheduled, c.retryable);
+  fmt::print("  live:     waiting {}, available {}, running {}, scheduled {}, retryable {}\n",
+             c.waiting, c.available, c.running, c.scheduled, c.retryable);
   fmt::print("  finished: completed {}, failed {}, cancelled {}, dlq {}\n", c.completed, c.failed,
              c.cancelled, c.dlq);
   fmt::print("  oldest available job: {}\n",
@@ -157,16 +156,18 @@ int list(const Context& ctx, bool json) {
     return 0;
   }
   fmt::print(
-      "{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  {}\n",
-      "queue", "shards", "paused", "dlq", "available", "running", "scheduled", "retryable",
-      "completed", "failed", "cancelled", "dlq", "oldest", "limits");
+      "{:<24} {:>6} {:>6} {:>3} {:>8} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  "
+      "{}\n",
+      "queue", "shards", "paused", "dlq", "waiting", "available", "running", "scheduled",
+      "retryable", "completed", "failed", "cancelled", "dlq", "oldest", "limits");
   for (const auto& q : queues) {
     const auto& s = q.settings;
     const auto& c = q.counts;
     const std::string limits = limits_text(s);
     fmt::print(
-        "{:<24} {:>6} {:>6} {:>3} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  {}\n",
-        s.queue, s.enqueue_shards, s.paused ? "yes" : "no", s.dlq_enabled ? "on" : "off",
+        "{:<24} {:>6} {:>6} {:>3} {:>8} {:>10} {:>8} {:>9} {:>9} {:>10} {:>8} {:>9} {:>6} {:>8}  "
+        "{}\n",
+        s.queue, s.enqueue_shards, s.paused ? "yes" : "no", s.dlq_enabled ? "on" : "off", c.waiting,
         c.available, c.running, c.scheduled, c.retryable, c.completed, c.failed, c.cancelled, c.dlq,
         age_text(q.oldest_available_age_s), limits.empty() ? "-" : limits);
   }

@@ -21,6 +21,7 @@ nlohmann::json queue_json(const QueueSummary& q) {
   const QueueCounts& c = q.counts;
   return {{"queue", s.queue},
           {"paused", s.paused},
+          {"waiting", c.waiting},
           {"available", c.available},
           {"running", c.running},
           {"scheduled", c.scheduled},

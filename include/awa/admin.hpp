@@ -39,7 +39,8 @@ struct QueueCounts {
   std::int64_t completed = 0;
   std::int64_t failed = 0;
   std::int64_t cancelled = 0;
-  std::int64_t dlq = 0;  // dead letters held now
+  std::int64_t dlq = 0;      // dead letters held now
+  std::int64_t waiting = 0;  // waiting for their parents (InsertOpts::after)
 };
 
 // The storage rings (docs/design/rings.md): "queue" (ready, done, tombstones), "claim"
@@ -221,6 +222,12 @@ struct JobEvent {
 };
 
 // Everything known about one job: `summary` plus its body and history.
+// Another job a job depends on, or that depends on it, and its state.
+struct JobLink {
+  JobId id = 0;
+  std::string state;
+};
+
 struct JobDetail {
   JobSummary summary;
   std::string args_json;
@@ -237,6 +244,14 @@ struct JobDetail {
   // A completed job's result, when its handler returned one (JobResult::completed(json))
   // or its external callback gave one (Admin::complete_external); JSON text.
   std::optional<std::string> result_json;
+  // Dependencies (InsertOpts::after): its parents with their ends (or live states while
+  // pending), the jobs enqueued after it with their states now, its policy when it has
+  // parents, and how many parents it still waits for while "waiting". Edges are kept for
+  // the failed-job retention after they were applied.
+  std::vector<JobLink> parents;
+  std::vector<JobLink> children;
+  std::optional<std::string> on_parent_failure;  // "cancel", "run" or "fail"
+  std::optional<int> pending_parents;
   std::vector<JobEvent> timeline;
 };
 
@@ -351,9 +366,10 @@ class Admin {
   // never been enqueued to.
   std::vector<ShardLag> queue_shards(Connection& conn, const std::string& queue) const;
 
-  // Cancels a job wherever it is; returns what was found: "scheduled", "available",
-  // "running" (the open attempt is closed; its completion will be stale; 'awa:cancel' is
-  // notified with the job id), "finished" or "missing".
+  // Cancels a job wherever it is; returns what was found: "waiting" (its children then
+  // apply their on_parent_failure policies), "scheduled", "available", "running" (the open
+  // attempt is closed; its completion will be stale; 'awa:cancel' is notified with the job
+  // id), "finished" or "missing".
   std::string cancel_job(Connection& conn, std::int64_t job_id) const;
 
   // Deletes dead letters older than `keep`; returns how many.

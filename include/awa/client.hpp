@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -77,7 +78,7 @@ class JobResult {
 
   // Frees the worker slot and leaves the attempt open, waiting for another system to end
   // it by its callback id (JobContext::register_callback; one is made now if the handler
-  // registered none — Admin::job shows the job as "waiting"). The callback ends it with
+  // registered none — Admin::job shows the job as "waiting_external"). The callback ends it with
   // Admin::complete_external / fail_external or `POST /api/callbacks/{id}/...` of `awa
   // serve`; with none by now + timeout it is rescued as a failed attempt ("callback timed
   // out"): retried while attempts remain. Heartbeat rescue does not apply while it waits;
@@ -152,6 +153,11 @@ class JobContext {
   // 1 ms .. 100 years, and awa::Error when the attempt is no longer open (cancelled,
   // rescued, or already ended by its callback).
   virtual std::string register_callback(std::chrono::milliseconds timeout) = 0;
+  // The results of this job's parents (InsertOpts::after) that completed with one
+  // (JobResult::completed(result)), keyed by parent id: one query per call. Empty for a
+  // job without parents, or whose parents returned none. Throws UndecodableJson as args()
+  // does, and awa::Error when the database cannot be read.
+  virtual std::map<JobId, nlohmann::json> parent_results() const = 0;
 
   // Exactly-once effects (docs/workflows.md): completes this attempt inside the transaction
   // open on `conn` (the handler's own connection, beside its business writes), so the job

@@ -10,6 +10,8 @@
 //   tags: at most 32, each at most 255 bytes of UTF-8 without NUL.
 //   run_at: at most 100 years from now.
 //   unique: states from kJobStates, at least one; period 1 s .. 100 years.
+//   after + after_in_call: at most 1000 parents; after_in_call names earlier positions of
+//   the same call; a job with parents cannot also be unique.
 #pragma once
 
 #include <chrono>
@@ -31,6 +33,7 @@ inline constexpr std::size_t kMaxArgsBytes = std::size_t{1} << 20;       // 1 Mi
 inline constexpr std::size_t kMaxMetadataBytes = std::size_t{64} << 10;  // serialized
 inline constexpr std::size_t kMaxTags = 32;
 inline constexpr std::size_t kMaxTagBytes = 255;
+inline constexpr std::size_t kMaxParents = 1000;
 // How far ahead run_at may be: 100 years of 365.25 days.
 inline constexpr std::chrono::seconds kMaxScheduleAhead{3'155'760'000};
 // The deepest nesting of arrays and objects a worker decodes (JobContext::args() and
@@ -41,13 +44,14 @@ inline constexpr std::chrono::seconds kMaxScheduleAhead{3'155'760'000};
 inline constexpr int kMaxDecodedJsonDepth = 512;
 
 // Where a job is now, as Admin and the SQL function job_states() name it. Live:
+// "waiting" (enqueued after parents that have not all ended: InsertOpts::after),
 // "scheduled" (deferred, not due or not promoted yet), "retryable" (deferred after a
 // failed or rescued attempt), "available" (ready, not claimed), "running" (claimed,
-// attempt open), "waiting" (attempt waiting for an external callback). Finished:
-// "completed", "failed", "cancelled", "dlq".
-inline constexpr const char* kJobStates[] = {"scheduled", "retryable", "available",
-                                             "running",   "waiting",   "completed",
-                                             "failed",    "cancelled", "dlq"};
+// attempt open), "waiting_external" (attempt waiting for an external callback).
+// Finished: "completed", "failed", "cancelled", "dlq".
+inline constexpr const char* kJobStates[] = {
+    "waiting",          "scheduled", "retryable", "available", "running",
+    "waiting_external", "completed", "failed",    "cancelled", "dlq"};
 
 // Unique jobs (docs/scheduling.md, "Unique jobs"): while a job with the same unique key
 // is in one of `states`, inserting another returns the existing job's id (and says it was
@@ -66,8 +70,19 @@ struct UniqueOpts {
   std::optional<std::chrono::seconds> period;
   // Names from kJobStates. "completed", "failed", "cancelled" or "dlq" keep the key taken
   // after the job ended, for as long as its rows are retained. Default: not ended yet.
-  std::vector<std::string> states = {"scheduled", "retryable", "available", "running", "waiting"};
+  std::vector<std::string> states = {"scheduled", "retryable", "available",
+                                     "running",   "waiting",   "waiting_external"};
 };
+
+// What a parent that failed, was cancelled or was dead-lettered does to a job enqueued
+// after it (InsertOpts::after). kCancel: the job is cancelled without running, and so, in
+// turn, are its own children with this policy. kRun: the parent counts as done; the job
+// runs once every parent has ended, however. kFail: the job ends as failed without
+// running (its error names the parent).
+enum class OnParentFailure { kCancel, kRun, kFail };
+
+// "cancel", "run", "fail": the names SQL (enqueue_after) and the CLI use.
+const char* on_parent_failure_name(OnParentFailure policy);
 
 struct InsertOpts {
   // Default: "default".
@@ -88,6 +103,16 @@ struct InsertOpts {
   std::vector<std::string> tags;
   // Set: a unique job (UniqueOpts). Default: unset, not unique.
   std::optional<UniqueOpts> unique;
+  // Parents (docs/workflows.md, "Dependencies"): the job waits, in state "waiting", until
+  // every one of these jobs has ended, and then becomes available (scheduled, with a
+  // future run_at). Ids of jobs that exist: enqueued by an earlier call, or earlier in the
+  // caller's transaction. A parent that had already completed counts as done at once.
+  std::vector<JobId> after;
+  // Parents written by the same insert call: positions of earlier jobs in the span given
+  // to insert_many / insert_many_copy (so a whole tree can be enqueued in one call).
+  std::vector<std::size_t> after_in_call;
+  // Default: kCancel.
+  OnParentFailure on_parent_failure = OnParentFailure::kCancel;
 };
 
 // What one insert did: the job's id, or, for a unique job that met an equal one in its
@@ -163,7 +188,7 @@ enum class Outcome {
   kSnooze,  // run again after a delay; the attempt is not consumed
   kCancel,
   // Wait for an external callback (JobResult::wait_for_callback): the attempt stays open
-  // in state "waiting" until Admin::complete_external / fail_external or its callback
+  // in state "waiting_external" until Admin::complete_external / fail_external or its callback
   // timeout. Not a Completion: QueueStorage::wait_for_callback parks the attempt.
   kWaitForCallback,
 };

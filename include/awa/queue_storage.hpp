@@ -181,7 +181,7 @@ class QueueStorage {
   // InvalidArgument for a timeout outside 1 ms .. 100 years.
   std::optional<std::string> register_callback(Connection& conn, const ClaimedEntry& entry,
                                                std::chrono::milliseconds timeout);
-  // Parks the open attempt: state waiting_external (Admin shows "waiting"), callback
+  // Parks the open attempt: state waiting_external (as Admin shows it), callback
   // timeout now + timeout when given, a callback id made if it has none. The caller's
   // worker slot is free from here; Admin::complete_external / fail_external or the
   // timeout rescue end the attempt. Returns the callback id, or unset when the attempt

@@ -104,10 +104,10 @@ window.awa = window.awa || {};
   awa.orDash = (v) => (v === null || v === undefined || v === '' ? '—' : String(v));
   awa.sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-  awa.STATES = ['available', 'running', 'scheduled', 'retryable', 'completed', 'failed',
-    'cancelled', 'dlq'];
-  awa.JOB_STATES = ['scheduled', 'retryable', 'available', 'running', 'waiting', 'completed',
+  awa.STATES = ['waiting', 'available', 'running', 'scheduled', 'retryable', 'completed',
     'failed', 'cancelled', 'dlq'];
+  awa.JOB_STATES = ['waiting', 'scheduled', 'retryable', 'available', 'running',
+    'waiting_external', 'completed', 'failed', 'cancelled', 'dlq'];
 
   // The query string of the current URL as an object, and a URL of `path` with `params`
   // (empty values dropped): filters live in the URL so a page can be shared.

@@ -1,16 +1,24 @@
-// Job: its arguments and metadata, attempts with their errors, progress, the timeline,
-// and cancel / retry where the job's state allows them.
+// Job: its arguments and metadata, its parents and children, attempts with their errors,
+// progress, the timeline, and cancel / retry where the job's state allows them.
 'use strict';
 
 (function (awa) {
   const h = awa.h;
-  const CANCELLABLE = ['scheduled', 'retryable', 'available', 'running', 'waiting'];
+  const CANCELLABLE = ['waiting', 'scheduled', 'retryable', 'available', 'running',
+    'waiting_external'];
   const RETRYABLE = ['failed', 'cancelled', 'dlq'];
 
   const pretty = (v) => JSON.stringify(v, null, 2);
 
   function field(id, label) {
     return [h('dt', null, label), h('dd', null, h('span', { id: id }, '—'))];
+  }
+
+  // Parents or children: each a link to its job, with its state.
+  function links(list) {
+    return list.map((l) => h('li', { 'data-job': l.id },
+      h('a', { href: '/jobs/' + l.id }, 'job ' + l.id), ' ',
+      h('span', { class: 'state ' + l.state }, l.state)));
   }
 
   function timelineItem(e) {
@@ -41,6 +49,11 @@
           h('h2', null, 'Progress'), h('pre', { id: 'job-progress' })),
         h('div', { id: 'result-section', hidden: true },
           h('h2', null, 'Result'), h('pre', { id: 'job-result' })),
+        h('div', { id: 'parents-section', hidden: true },
+          h('h2', null, 'Runs after'), h('p', { id: 'job-policy', class: 'muted' }),
+          h('ul', { id: 'job-parents' })),
+        h('div', { id: 'children-section', hidden: true },
+          h('h2', null, 'Then runs'), h('ul', { id: 'job-children' })),
         h('h2', null, 'Errors'),
         awa.table('errors', [['attempt', 'Attempt'], ['at', 'At (UTC)'], ['error', 'Error']]),
         h('p', { id: 'no-errors', class: 'muted', hidden: true }, 'No attempt failed.'),
@@ -76,6 +89,13 @@
       awa.fill('job-progress', j.progress === null ? '' : pretty(j.progress));
       document.getElementById('result-section').hidden = j.result === null;
       awa.fill('job-result', j.result === null ? '' : pretty(j.result));
+      document.getElementById('parents-section').hidden = j.parents.length === 0;
+      awa.fill('job-parents', links(j.parents));
+      awa.fill('job-policy', j.parents.length === 0 ? '' :
+        'If a parent fails or is cancelled: ' + j.on_parent_failure +
+        (j.pending_parents === null ? '' : ' · waiting for ' + j.pending_parents));
+      document.getElementById('children-section').hidden = j.children.length === 0;
+      awa.fill('job-children', links(j.children));
       awa.fill(document.querySelector('#errors tbody'), j.errors.map((e) =>
         h('tr', { 'data-attempt': e.attempt },
           h('td', { 'data-col': 'attempt', class: 'num' }, String(e.attempt)),

@@ -50,7 +50,8 @@ BEGIN
         END IF;
         PERFORM {schema}.check_job_state(s) FROM unnest(v_states) s;
     ELSE
-        v_states := ARRAY['available', 'retryable', 'running', 'scheduled', 'waiting'];
+        v_states := ARRAY['available', 'retryable', 'running', 'scheduled', 'waiting',
+                          'waiting_external'];
     END IF;
     RETURN QUERY SELECT coalesce((p_unique ->> 'by_args')::boolean, true),
                         coalesce((p_unique ->> 'by_queue')::boolean, true),

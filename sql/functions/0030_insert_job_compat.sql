@@ -5,7 +5,8 @@
 --   p_kind, p_queue DEFAULT 'default', p_args DEFAULT '{}', p_state DEFAULT 'available',
 --   p_priority DEFAULT 2, p_max_attempts DEFAULT 25, p_run_at, p_metadata, p_tags,
 --   p_unique_key, p_unique_states, p_ordering_key
--- followed by awa-cpp's p_unique (below), with these differences:
+-- followed by awa-cpp's p_unique, p_after and p_on_parent_failure (below), with these
+-- differences:
 --   - p_state is text (AWA: its job_state enum): 'available' (a future p_run_at makes it
 --     'scheduled', as before) or 'scheduled' (deferred until p_run_at, or due now; the
 --     maintenance leader promotes it). AWA's other states ('running', 'completed', ...)
@@ -19,6 +20,10 @@
 --     While an equal job is in one of the states, nothing is inserted and the row
 --     returned describes the existing job: its id, duplicate = true, its state, and the
 --     given kind, queue and args (the other columns NULL).
+--   - p_after (job ids) enqueues the job after those jobs, with p_on_parent_failure
+--     ('cancel' by default, 'run', 'fail'): enqueue_after (0067_dependencies.sql) does the
+--     work and its refusals (23503 for a parent that does not exist); the row returned has
+--     that function's state ('waiting' until the parents have ended). Not with p_unique.
 --   - p_priority / p_max_attempts are integer (AWA: smallint; a smallint argument
 --     converts implicitly, and so does a plain integer literal).
 --   - an explicit NULL for kind, queue, args, state, priority or max_attempts is refused
@@ -46,13 +51,15 @@
 -- "-- optional(feature) {" ... "-- optional }": see 0040_claim_ready_runtime.sql.
 
 -- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
--- returning bigint), and the one before p_unique. Dropped, since their defaults would make
+-- returning bigint), the one before p_unique and the one before p_after. Dropped, since their defaults would make
 -- calls ambiguous with this one (and a changed OUT list needs a DROP anyway). This file is
 -- re-applied on every change, so each DROP must name the old argument types exactly.
 DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
     text, jsonb, text, integer, integer, timestamptz, bytea, jsonb, text[]);
 DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
     text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea);
+DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
+    text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea, jsonb);
 
 CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_kind text,
@@ -68,6 +75,8 @@ CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_unique_states bit(8) DEFAULT NULL,
     p_ordering_key bytea DEFAULT NULL,
     p_unique jsonb DEFAULT NULL,
+    p_after bigint[] DEFAULT NULL,
+    p_on_parent_failure text DEFAULT NULL,
     OUT id bigint,
     OUT kind text,
     OUT queue text,
@@ -107,6 +116,34 @@ BEGIN
     END IF;
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
+    IF p_after IS NOT NULL THEN
+        IF p_unique IS NOT NULL THEN
+            RAISE EXCEPTION 'insert_job_compat: a job enqueued after parents (p_after) cannot also be unique'
+                USING ERRCODE = '22023';
+        END IF;
+        SELECT e.id, e.state INTO id, state
+        FROM {schema}.enqueue_after(p_after, p_on_parent_failure, p_kind, p_queue, p_args,
+                                    p_priority, p_max_attempts,
+                                    CASE WHEN p_state = 'scheduled' THEN coalesce(p_run_at, v_now)
+                                         ELSE p_run_at END,
+                                    p_metadata, p_tags, p_ordering_key) e;
+        kind := p_kind;
+        queue := p_queue;
+        args := p_args;
+        priority := p_priority;
+        attempt := 0;
+        max_attempts := p_max_attempts;
+        run_at := coalesce(p_run_at, v_now);
+        created_at := v_now;
+        metadata := p_metadata;
+        tags := p_tags;
+        ordering_key := p_ordering_key;
+        duplicate := false;
+        RETURN;
+    ELSIF p_on_parent_failure IS NOT NULL THEN
+        RAISE EXCEPTION 'insert_job_compat: p_on_parent_failure applies only with p_after'
+            USING ERRCODE = '22023';
+    END IF;
     -- optional(unique) {
     IF p_unique IS NOT NULL THEN
         SELECT * INTO v_spec FROM {schema}.unique_spec(p_unique);
@@ -178,13 +215,19 @@ $$;
 -- Batch form: p_jobs is a JSON array of objects
 --   {"kind": text, "args": json, "queue": text, "priority": int, "max_attempts": int,
 --    "run_at": timestamptz, "ordering_key": text (its UTF-8 bytes are the key),
---    "metadata": json, "tags": [text]}
+--    "metadata": json, "tags": [text],
+--    "after": [job id], "after_index": [position], "on_parent_failure": text}
 -- (only "kind" is required). Returns the job ids in input order. The available rows are
--- staged like insert_job_compat's and placed at commit, one reservation per lane.
+-- staged like insert_job_compat's and placed at commit, one reservation per lane. A job
+-- with "after" (ids of existing jobs) or "after_index" (0-based positions of earlier jobs
+-- of the same array) is enqueued after them, as insert_job_compat's p_after does, once the
+-- jobs without parents are staged, in input order.
 CREATE OR REPLACE FUNCTION {schema}.insert_jobs_compat(p_jobs jsonb)
 RETURNS TABLE (ord bigint, job_id bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+    v_dep record;
 BEGIN
     IF p_jobs IS NULL OR jsonb_typeof(p_jobs) <> 'array' THEN
         RAISE EXCEPTION 'insert_jobs_compat expects a JSON array of jobs' USING ERRCODE = '22023';
@@ -193,28 +236,43 @@ BEGIN
     CREATE TEMP TABLE IF NOT EXISTS awa_compat_batch (
         ord bigint, job_id bigint, kind text, args jsonb, queue text, priority integer,
         max_attempts integer, run_at timestamptz, ordering_key bytea, metadata jsonb,
-        tags text[], deferred boolean) ON COMMIT DROP;
+        tags text[], deferred boolean, after bigint[], after_index integer[],
+        on_parent_failure text, dependent boolean) ON COMMIT DROP;
     TRUNCATE awa_compat_batch;
 
     INSERT INTO awa_compat_batch (ord, job_id, kind, args, queue, priority, max_attempts, run_at,
-                                  ordering_key, metadata, tags)
+                                  ordering_key, metadata, tags, after, after_index,
+                                  on_parent_failure)
     SELECT e.ord, nextval('{schema}.job_ids'), e.j->>'kind', coalesce(e.j->'args', '{}'::jsonb),
            coalesce(e.j->>'queue', 'default'), coalesce((e.j->>'priority')::integer, 2),
            coalesce((e.j->>'max_attempts')::integer, 25), (e.j->>'run_at')::timestamptz,
            convert_to(e.j->>'ordering_key', 'UTF8'), e.j->'metadata',
-           CASE WHEN e.j ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(e.j->'tags')) END
+           CASE WHEN e.j ? 'tags' THEN ARRAY(SELECT jsonb_array_elements_text(e.j->'tags')) END,
+           CASE WHEN jsonb_typeof(e.j->'after') = 'array'
+                THEN ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(e.j->'after') x) END,
+           CASE WHEN jsonb_typeof(e.j->'after_index') = 'array'
+                THEN ARRAY(SELECT x::integer FROM jsonb_array_elements_text(e.j->'after_index') x) END,
+           e.j->>'on_parent_failure'
     FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(j, ord);
 
     PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key),
             {schema}.validate_job_extras(b.metadata, b.tags, b.run_at)
     FROM awa_compat_batch b;
+    IF EXISTS (SELECT 1 FROM awa_compat_batch b, unnest(b.after_index) AS i
+               WHERE i IS NULL OR i < 0 OR i >= b.ord - 1) THEN
+        RAISE EXCEPTION 'insert_jobs_compat: after_index must name earlier positions of the array (0-based)'
+            USING ERRCODE = '22023';
+    END IF;
+    -- Jobs with parents are enqueued after the others (below).
+    UPDATE awa_compat_batch b
+    SET dependent = coalesce(cardinality(b.after), 0) + coalesce(cardinality(b.after_index), 0) > 0;
 
     INSERT INTO {schema}.deferred_jobs
         (job_id, queue, priority, kind, args, max_attempts, run_at, created_at,
          ordering_key, metadata, tags, reason)
     SELECT b.job_id, b.queue, b.priority, b.kind, b.args, b.max_attempts, b.run_at, now(),
            b.ordering_key, b.metadata, b.tags, 'scheduled'
-    FROM awa_compat_batch b WHERE b.run_at > now();
+    FROM awa_compat_batch b WHERE b.run_at > now() AND NOT b.dependent;
     UPDATE awa_compat_batch b SET deferred = coalesce(b.run_at > now(), false);
 
     -- Staged in input order (job ids were taken in it): placed, routed and notified at
@@ -226,7 +284,20 @@ BEGIN
            coalesce(b.run_at, now()), now(), b.ordering_key, b.metadata, b.tags,
            b.job_id = min(b.job_id) OVER ()
     FROM awa_compat_batch b
-    WHERE NOT b.deferred;
+    WHERE NOT b.deferred AND NOT b.dependent;
+
+    FOR v_dep IN SELECT b.* FROM awa_compat_batch b WHERE b.dependent ORDER BY b.ord LOOP
+        UPDATE awa_compat_batch b
+        SET job_id = (SELECT e.id
+                      FROM {schema}.enqueue_after(
+                          coalesce(v_dep.after, '{}'::bigint[])
+                              || ARRAY(SELECT p.job_id FROM awa_compat_batch p
+                                       WHERE p.ord - 1 = ANY (v_dep.after_index) ORDER BY p.ord),
+                          v_dep.on_parent_failure, v_dep.kind, v_dep.queue, v_dep.args,
+                          v_dep.priority, v_dep.max_attempts, v_dep.run_at, v_dep.metadata,
+                          v_dep.tags, v_dep.ordering_key) e)
+        WHERE b.ord = v_dep.ord;
+    END LOOP;
 
     RETURN QUERY
     SELECT b.ord, b.job_id FROM awa_compat_batch b ORDER BY b.ord;

@@ -98,11 +98,15 @@ $$;
 --   scheduled  deferred: scheduled or snoozed;  retryable  deferred: retry backoff or rescue;
 --   completed / failed / cancelled  all time: terminal_rollups (pruned slots) plus what the
 --              rings still hold (completed: closure rows; failed, cancelled: done rows);
---   dlq        dead letters held now.
+--   dlq        dead letters held now;
+--   waiting    jobs waiting for their parents (waiting_jobs).
 -- Every part reads live or retained rows only, never history that prune removed.
+DROP FUNCTION IF EXISTS {schema}.queue_counts_exact(text);
+DROP FUNCTION IF EXISTS {schema}.queue_counts_unlocked(text);
 CREATE OR REPLACE FUNCTION {schema}.queue_counts_unlocked(p_queue text)
 RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
-               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+               completed bigint, failed bigint, cancelled bigint, dlq bigint,
+               waiting bigint)
 LANGUAGE sql STABLE
 SET jit = off AS $$
     WITH done AS (
@@ -141,13 +145,15 @@ SET jit = off AS $$
             + coalesce((SELECT n FROM done WHERE state = 'failed'), 0),
         coalesce((SELECT n FROM rolled WHERE state = 'cancelled'), 0)
             + coalesce((SELECT n FROM done WHERE state = 'cancelled'), 0),
-        (SELECT count(*) FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
+        (SELECT count(*) FROM {schema}.dlq_entries d WHERE d.queue = p_queue),
+        (SELECT count(*) FROM {schema}.waiting_jobs w WHERE w.queue = p_queue)
 $$;
 
 -- queue_counts_unlocked, exact even while a prune commits (see lock_rings_shared).
 CREATE OR REPLACE FUNCTION {schema}.queue_counts_exact(p_queue text)
 RETURNS TABLE (available bigint, running bigint, scheduled bigint, retryable bigint,
-               completed bigint, failed bigint, cancelled bigint, dlq bigint)
+               completed bigint, failed bigint, cancelled bigint, dlq bigint,
+               waiting bigint)
 LANGUAGE plpgsql VOLATILE
 SET jit = off AS $$
 BEGIN

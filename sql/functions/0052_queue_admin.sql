@@ -19,12 +19,13 @@ $$;
 -- committing meanwhile is seen whole), then one statement reads, and the functions it
 -- calls are STABLE, so every number comes from one snapshot: no job is counted twice, or
 -- in two states, when it moves while the listing runs.
+DROP FUNCTION IF EXISTS {schema}.queue_overview(text);
 CREATE OR REPLACE FUNCTION {schema}.queue_overview(p_queue text DEFAULT NULL)
 RETURNS TABLE (queue text, configured boolean, enqueue_shards smallint, paused boolean,
                dlq_enabled boolean, priority_aging_ms bigint, deadline_ms bigint,
                max_workers_hint integer, available bigint, running bigint, scheduled bigint,
                retryable bigint, completed bigint, failed bigint, cancelled bigint,
-               dlq bigint, oldest_available_age_s double precision)
+               dlq bigint, oldest_available_age_s double precision, waiting bigint)
 LANGUAGE plpgsql VOLATILE
 SET jit = off AS $$
 #variable_conflict use_column
@@ -40,14 +41,16 @@ BEGIN
                OR EXISTS (SELECT 1 FROM {schema}.queue_claim_heads h
                           WHERE h.queue_id = {schema}.queue_id_of(p_queue))
                OR EXISTS (SELECT 1 FROM {schema}.dlq_entries d WHERE d.queue = p_queue)
-               OR EXISTS (SELECT 1 FROM {schema}.deferred_jobs j WHERE j.queue = p_queue))
+               OR EXISTS (SELECT 1 FROM {schema}.deferred_jobs j WHERE j.queue = p_queue)
+               OR EXISTS (SELECT 1 FROM {schema}.waiting_jobs w WHERE w.queue = p_queue))
         UNION ALL
         SELECT q.queue
         FROM (SELECT m.queue FROM {schema}.queue_meta m
               UNION SELECT i.queue FROM {schema}.queue_claim_heads h
                     JOIN {schema}.queue_ids i ON i.queue_id = h.queue_id
               UNION SELECT d.queue FROM {schema}.dlq_entries d
-              UNION SELECT j.queue FROM {schema}.deferred_jobs j) AS q
+              UNION SELECT j.queue FROM {schema}.deferred_jobs j
+              UNION SELECT w.queue FROM {schema}.waiting_jobs w) AS q
         WHERE p_queue IS NULL)
     SELECT k.queue, m.queue IS NOT NULL,
            coalesce(m.enqueue_shards, 1::smallint), coalesce(m.paused, false),
@@ -57,7 +60,8 @@ BEGIN
            c.cancelled, c.dlq,
            -- greatest() ignores NULLs: no available job must stay NULL, not 0.
            CASE WHEN o.run_at IS NOT NULL
-                THEN greatest(0, extract(epoch FROM now() - o.run_at))::double precision END
+                THEN greatest(0, extract(epoch FROM now() - o.run_at))::double precision END,
+           c.waiting
     FROM known k
     LEFT JOIN {schema}.queue_meta m ON m.queue = k.queue
     CROSS JOIN LATERAL {schema}.queue_counts_unlocked(k.queue) AS c

@@ -46,9 +46,9 @@ CREATE OR REPLACE FUNCTION {schema}.check_job_state(p_state text)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    IF p_state IS NOT NULL AND p_state NOT IN ('scheduled', 'retryable', 'available', 'running',
-                                               'waiting', 'completed', 'failed', 'cancelled', 'dlq') THEN
-        RAISE EXCEPTION 'unknown job state "%" (expected scheduled, retryable, available, running, waiting, completed, failed, cancelled or dlq)',
+    IF p_state IS NOT NULL AND p_state NOT IN ('waiting', 'scheduled', 'retryable', 'available', 'running',
+                                               'waiting_external', 'completed', 'failed', 'cancelled', 'dlq') THEN
+        RAISE EXCEPTION 'unknown job state "%" (expected waiting, scheduled, retryable, available, running, waiting_external, completed, failed, cancelled or dlq)',
             p_state USING ERRCODE = '22023';
     END IF;
 END
@@ -102,16 +102,27 @@ BEGIN
           AND (p_after IS NULL OR r.job_id > p_after)
           AND (p_queue IS NULL OR qi.queue = p_queue)
           AND (p_kind IS NULL OR r.kind = p_kind)
-          AND (p_state IS NULL OR p_state IN ('available', 'running', 'waiting', 'completed',
-                                              'failed', 'cancelled'))),
+          AND (p_state IS NULL OR p_state IN ('available', 'running', 'waiting_external',
+                                              'completed', 'failed', 'cancelled'))),
     open AS MATERIALIZED (
         SELECT o.batch_id, o.ready_slot, o.queue_id, o.priority, o.enqueue_shard, o.lane_seq,
                l.state AS lease_state
         FROM {schema}.open_attempts() o
         LEFT JOIN {schema}.leases l ON l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq
         WHERE (p_job_id IS NULL OR o.job_id = p_job_id)
-          AND (p_state IS NULL OR p_state IN ('running', 'waiting', 'completed'))),
+          AND (p_state IS NULL OR p_state IN ('running', 'waiting_external', 'completed'))),
     located AS (
+        SELECT w.job_id, 'waiting' AS state, w.queue, w.kind, w.priority, 0::smallint AS attempt,
+               w.max_attempts, NULL::smallint AS enqueue_shard, NULL::smallint AS ready_slot,
+               NULL::bigint AS lane_seq, 0::bigint AS run_lease, w.created_at, w.run_at,
+               NULL::bigint AS claim_batch, 1 AS rank
+        FROM {schema}.waiting_jobs w
+        WHERE (p_job_id IS NULL OR w.job_id = p_job_id)
+          AND (p_after IS NULL OR w.job_id > p_after)
+          AND (p_queue IS NULL OR w.queue = p_queue)
+          AND (p_kind IS NULL OR w.kind = p_kind)
+          AND (p_state IS NULL OR p_state = 'waiting')
+        UNION ALL
         SELECT d.job_id,
                CASE WHEN d.reason IN ('scheduled', 'snooze') THEN 'scheduled' ELSE 'retryable' END AS state,
                d.queue, d.kind, d.priority, d.attempt, d.max_attempts, NULL::smallint AS enqueue_shard,
@@ -128,7 +139,7 @@ BEGIN
                CASE WHEN r.done_state IS NOT NULL THEN r.done_state
                     WHEN r.lane_seq >= r.claim_seq THEN 'available'
                     WHEN o.batch_id IS NULL THEN 'completed'
-                    WHEN o.lease_state = 'waiting_external' THEN 'waiting'
+                    WHEN o.lease_state = 'waiting_external' THEN 'waiting_external'
                     ELSE 'running' END,
                r.queue, r.kind, r.priority,
                (CASE WHEN r.done_state IS NOT NULL THEN r.done_attempt
@@ -224,7 +235,11 @@ BEGIN
         RETURN;
     END IF;
 
-    IF v.state IN ('scheduled', 'retryable') THEN
+    IF v.state = 'waiting' THEN
+        SELECT w.args, w.metadata, w.tags, w.ordering_key, NULL::jsonb AS errors,
+               NULL::text AS reason, NULL::timestamptz AS dlq_at
+        INTO v_body FROM {schema}.waiting_jobs w WHERE w.job_id = p_job_id;
+    ELSIF v.state IN ('scheduled', 'retryable') THEN
         SELECT d.args, d.metadata, d.tags, d.ordering_key, d.errors, d.reason, NULL::timestamptz AS dlq_at
         INTO v_body FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id;
     ELSIF v.state = 'dlq' THEN
@@ -369,13 +384,16 @@ $$;
 
 -- job_detail plus the callback id its open attempt registered, if any (leases.callback_id:
 -- what an operator passes to `awa callback complete|fail`), and the result a completed
--- job's callback answered with (its done row, migration 0011).
+-- job's callback or handler answered with (its done row, migration 0011), and its
+-- dependencies (job_dependencies_json, 0067_dependencies.sql).
+DROP FUNCTION IF EXISTS {schema}.job_view(bigint);
 CREATE OR REPLACE FUNCTION {schema}.job_view(p_job_id bigint)
 RETURNS TABLE (job_id bigint, state text, queue text, kind text, priority smallint,
                attempt smallint, max_attempts smallint, enqueue_shard smallint,
                created_at text, run_at text, args text, metadata text, tags text,
                ordering_key bytea, lane_seq bigint, run_lease bigint, errors text,
-               progress text, timeline text, callback_id text, result text)
+               progress text, timeline text, callback_id text, result text,
+               dependencies text)
 LANGUAGE plpgsql VOLATILE
 SET jit = off AS $$
 BEGIN
@@ -393,7 +411,8 @@ BEGIN
                 WHERE x.job_id = p_job_id AND x.state = 'completed' AND x.run_lease = d.run_lease
                   AND x.result IS NOT NULL
                 LIMIT 1)
-           END
+           END,
+           {schema}.job_dependencies_json(p_job_id)::text
     FROM {schema}.job_detail(p_job_id) d;
 END
 $$;

@@ -209,7 +209,7 @@ $$;
 -- updated in place, and promotion routes it. An available job is re-enqueued at the tail of the destination lane of its
 -- priority (relocate_available: the key's route, or the destination's ordinary rule).
 -- Returns (state before, outcome): 'moved', 'unchanged' (already there), 'not_movable'
--- (running, waiting or finished), 'not_found'.
+-- (waiting, running, waiting_external or finished), 'not_found'.
 CREATE OR REPLACE FUNCTION {schema}.move_queue(p_job_id bigint, p_destination text)
 RETURNS TABLE (state text, outcome text)
 LANGUAGE plpgsql

@@ -28,6 +28,11 @@
 -- external callback's answer). A success with a result is closed like the other ends — its
 -- done row (state 'completed', the result) and a 'closed' closure — so it is counted
 -- once, from the done row, by every reader; one without stays a bare closure.
+--
+-- Dependencies (0067_dependencies.sql): while any dependency edge is pending anywhere, the
+-- attempts' ready rows are read for their job ids, and the jobs that ended here are
+-- applied to their children (resolve_parent_ends) in this transaction. Otherwise a flush
+-- of successes pays one probe of the empty pending-edge index.
 DROP FUNCTION IF EXISTS {schema}.close_attempts(bigint[], bigint[], text[], text[], double precision[]);
 CREATE OR REPLACE FUNCTION {schema}.close_attempts(
     p_batches bigint[],
@@ -41,7 +46,11 @@ LANGUAGE plpgsql
 SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
-    v_n     integer := coalesce(cardinality(p_batches), 0);
+    v_n      integer := coalesce(cardinality(p_batches), 0);
+    v_deps   boolean;
+    v_ords   bigint[];
+    v_states text[];
+    v_jobs   bigint[];
 BEGIN
     IF v_n = 0 THEN
         RETURN;
@@ -60,7 +69,11 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:attempts'), k.key)
     FROM (SELECT DISTINCT {schema}.attempt_lock_key(b) AS key FROM unnest(p_batches) b ORDER BY 1) k;
 
-    IF 'completed' = ALL (p_outcomes) AND p_results IS NULL THEN
+    -- After the locks: an edge committed before a closer took its batch lock is seen
+    -- here, and one committed later is the maintenance leader's to re-check.
+    v_deps := EXISTS (SELECT 1 FROM {schema}.job_dependencies d WHERE d.resolved_at IS NULL);
+
+    IF 'completed' = ALL (p_outcomes) AND p_results IS NULL AND NOT v_deps THEN
         -- The batcher's common case: nothing to read but the batches and their closures.
         RETURN QUERY
         WITH input AS MATERIALIZED (
@@ -99,7 +112,6 @@ BEGIN
         RETURN;
     END IF;
 
-    RETURN QUERY
     WITH input AS MATERIALIZED (
         SELECT t.*
         FROM unnest(p_batches, p_lane_seqs, p_outcomes,
@@ -153,7 +165,7 @@ BEGIN
             JOIN {schema}.ready_entries r
               ON r.ready_slot = s.slot AND r.queue_id = o.queue_id AND r.priority = o.priority
              AND r.enqueue_shard = o.enqueue_shard AND r.lane_seq = o.lane_seq
-            WHERE o.outcome <> 'completed' OR o.result IS NOT NULL
+            WHERE o.outcome <> 'completed' OR o.result IS NOT NULL OR v_deps
             LIMIT 1) AS r ON true
         LEFT JOIN {schema}.queue_meta q ON q.queue = o.queue
         -- an attempt whose ready row cannot be found is left open, never half-closed
@@ -206,6 +218,13 @@ BEGIN
         DELETE FROM {schema}.leases l
         USING decided d
         WHERE l.claim_batch = d.batch_id AND l.lane_seq = d.lane_seq)
-    SELECT d.ord, d.state FROM decided d;
+    SELECT array_agg(d.ord), array_agg(d.state), array_agg(d.job_id)
+    INTO v_ords, v_states, v_jobs
+    FROM decided d;
+
+    RETURN QUERY SELECT x.ord, x.state FROM unnest(v_ords, v_states) AS x(ord, state);
+    IF v_deps THEN
+        PERFORM {schema}.resolve_parent_ends(v_jobs, v_states);
+    END IF;
 END
 $$;

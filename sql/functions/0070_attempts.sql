@@ -291,7 +291,11 @@ $$;
 --   'running'    claimed, attempt open: the attempt is closed as cancelled (its completion
 --                becomes stale) and 'awa:cancel' is notified with the job id so the
 --                worker can stop the handler
+--   'waiting'    waiting for its parents: ended as cancelled, its body and done row kept
+--                on lane_seq = -job_id
 --   'finished'   already terminal or closed;  'missing' no such job.
+-- A job cancelled while waiting, scheduled or available is applied to its children here
+-- (resolve_parent_ends); one cancelled while running, by close_attempts.
 -- Cost: the scheduled, available and running lookups read live work only (deferred by
 -- key, each lane's rows at or after its cursor, the open claim batches). Only a job found
 -- in none of them is looked up in the retained history, to tell 'finished' from
@@ -309,7 +313,23 @@ DECLARE
     v_state text;
     v_n     integer;
     v_qid   integer;
+    v_deps  boolean;
 BEGIN
+    -- Waiting for parents: its row lock first, then (in end_waiting_jobs) its end lock, the
+    -- order every ender of a waiting job takes them in.
+    PERFORM 1 FROM {schema}.waiting_jobs w WHERE w.job_id = p_job_id FOR UPDATE;
+    IF FOUND THEN
+        PERFORM {schema}.end_waiting_jobs(ARRAY[p_job_id], ARRAY['cancelled'],
+                                          ARRAY['cancelled while waiting for its parents']);
+        PERFORM {schema}.resolve_parent_ends(ARRAY[p_job_id], ARRAY['cancelled']);
+        RETURN 'waiting';
+    END IF;
+    -- The end lock: the maintenance leader's re-check of a waiting child waits for this
+    -- cancel to commit, and the pending-edge probe below comes after it.
+    PERFORM pg_advisory_xact_lock(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(p_job_id));
+    v_deps := EXISTS (SELECT 1 FROM {schema}.job_dependencies d
+                      WHERE d.parent_id = p_job_id AND d.resolved_at IS NULL);
+
     DELETE FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id RETURNING * INTO v_def;
     IF FOUND THEN
         -- The body stays on a ready row at lane_seq = -job_id, beside the done row, so the
@@ -329,6 +349,9 @@ BEGIN
             (ready_slot, queue_id, priority, enqueue_shard, lane_seq, job_id, run_lease, attempt, state, error)
         VALUES (v_slot, v_qid, v_def.priority, 0, -v_def.job_id, v_def.job_id, v_def.run_lease,
                 v_def.attempt, 'cancelled', 'cancelled while scheduled');
+        IF v_deps THEN
+            PERFORM {schema}.resolve_parent_ends(ARRAY[p_job_id], ARRAY['cancelled']);
+        END IF;
         RETURN 'scheduled';
     END IF;
 
@@ -369,6 +392,9 @@ BEGIN
             VALUES (v_ready.ready_slot, v_ready.queue_id, v_ready.priority, v_ready.enqueue_shard,
                     v_ready.lane_seq, p_job_id, v_ready.run_lease, v_ready.attempt, 'cancelled',
                     'cancelled before it ran');
+            IF v_deps THEN
+                PERFORM {schema}.resolve_parent_ends(ARRAY[p_job_id], ARRAY['cancelled']);
+            END IF;
             RETURN 'available';
         END IF;
     END IF;

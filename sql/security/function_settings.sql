@@ -39,6 +39,11 @@
 --    transaction's staged jobs into their lanes, is SECURITY DEFINER too: the producer
 --    holds INSERT on enqueue_staging only, and cannot read other transactions' pending
 --    jobs. It uses no temporary table.
+--    enqueue_after (0067_dependencies.sql), the enqueue of a job after its parents, is
+--    SECURITY DEFINER for the same reason as claim_unique_key: it reads the parents'
+--    states through job_states and writes the dependency tables, and a parent that had
+--    already failed ends the job at once (its done row); the producer holds no privilege
+--    on any of those tables and learns only the new job's id and state.
 --    shard_fence_now (0022_shard_fences.sql), which a claim calls to lift a drained
 --    shard fence, is SECURITY DEFINER so that it may clear queue_meta.shard_fence: the
 --    worker reads queue_meta but may not write it.
@@ -54,7 +59,8 @@ BEGIN
         WHERE p.pronamespace = '{schema}'::regnamespace AND p.prokind = 'f'
     LOOP
         IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key',
-                         'set_unique_key_holders', 'place_staged_jobs', 'shard_fence_now') THEN
+                         'set_unique_key_holders', 'place_staged_jobs', 'shard_fence_now',
+                         'enqueue_after') THEN
             IF NOT f.prosecdef THEN
                 EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
             END IF;

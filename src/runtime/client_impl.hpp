@@ -136,6 +136,9 @@ struct Client::Impl {
       }
       return impl_.register_callback(*this, timeout);
     }
+    std::map<JobId, nlohmann::json> parent_results() const override {
+      return impl_.parent_results(entry_.job_id);
+    }
     // complete_in was called: the handler's own transaction completes the attempt.
     bool finalized() const { return finalized_; }
 
@@ -307,6 +310,8 @@ struct Client::Impl {
   // --- external callbacks (runtime/callbacks.cpp) -----------------------------------------
 
   std::string register_callback(Job& job, std::chrono::milliseconds timeout);
+  // JobContext::parent_results, on a pooled connection (job_result.cpp).
+  std::map<JobId, nlohmann::json> parent_results(JobId job);
   // The handler returned wait_for_callback: parks the attempt (waiting_external); the
   // worker slot is freed when run_job returns.
   void park_for_callback(Job& job, std::chrono::milliseconds timeout);

@@ -1,6 +1,10 @@
 #include <fmt/format.h>
 
 #include "awa/client.hpp"
+#include "runtime/client_impl.hpp"
+#include "schema/sql_catalog.hpp"
+#include "storage/dependencies.hpp"
+#include "storage/stored_json.hpp"
 #include "storage/validate.hpp"
 
 namespace awa {
@@ -20,6 +24,21 @@ JobResult JobResult::completed(const nlohmann::json& result) {
 
 void JobContext::complete_in(Connection& conn, const nlohmann::json& result) {
   finalize_in(conn, JobResult::completed(result).result_json());
+}
+
+std::map<JobId, nlohmann::json> Client::Impl::parent_results(JobId job) {
+  auto conn = pool_->acquire();
+  std::map<JobId, nlohmann::json> out;
+  for (const auto& [parent, text] :
+       storage::parent_results(*conn, sql::quote_schema(options_.schema), job)) {
+    nlohmann::json v;
+    if (auto why = storage::decode_stored_json(text, v); !why.empty()) {
+      throw UndecodableJson(
+          fmt::format("the result of parent job {} could not be decoded: {}", parent, why));
+    }
+    out.emplace(parent, std::move(v));
+  }
+  return out;
 }
 
 }  // namespace awa

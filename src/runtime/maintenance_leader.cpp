@@ -17,6 +17,7 @@
 #include "runtime/instance_registry.hpp"
 #include "runtime/ring_maintenance.hpp"
 #include "schema/sql_catalog.hpp"
+#include "storage/dependencies.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/periodic.hpp"
 #include "storage/store_access.hpp"
@@ -28,7 +29,7 @@ namespace {
 constexpr const char* kStepNames[] = {
     "rescuing stale attempts",    "promoting due jobs",         "maintaining the queue ring",
     "maintaining the claim ring", "maintaining the lease ring", "purging the DLQ",
-    "expiring runtime instances",
+    "expiring runtime instances", "re-checking waiting jobs",   "purging dependency edges",
 };
 
 }  // namespace
@@ -191,6 +192,15 @@ bool MaintenanceLeader::round(awa::Connection& conn) {
   if (stopping()) return ok;
   ok = step(conn, Step::kPromote, [&] { promote(conn); }) && ok;
   if (stopping()) return ok;
+  // Jobs enqueued after parents since the last round: a parent that ended while such a
+  // job's transaction was open is applied here (docs/workflows.md, "Dependencies").
+  ok = step(conn, Step::kVerifyWaiting,
+            [&] {
+              storage::verify_waiting_jobs(pg::native(conn), sql::quote_schema(options_.schema),
+                                           options_.batch);
+            }) &&
+       ok;
+  if (stopping()) return ok;
   periodic(conn);
   if (options_.rotate_interval.count() > 0) ok = rings(conn) && ok;
   const auto now = std::chrono::steady_clock::now();
@@ -204,6 +214,12 @@ bool MaintenanceLeader::round(awa::Connection& conn) {
               }) &&
          ok;
     purge_unique_keys(conn);
+    ok = step(conn, Step::kPurgeDependencies,
+              [&] {
+                storage::purge_dependencies(pg::native(conn), sql::quote_schema(options_.schema),
+                                            options_.failed_retention);
+              }) &&
+         ok;
     ok = step(conn, Step::kExpireInstances,
               [&] {
                 const int expired =

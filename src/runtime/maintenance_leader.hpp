@@ -22,9 +22,11 @@
 //
 // Every round, while leader: rescue (until a call returns fewer than its limit), then
 // promote due deferred jobs (likewise) — rescued jobs go to deferred_jobs due now, so the
-// same round usually promotes them — then fire due periodic jobs (one bounded call:
-// storage/periodic.hpp; docs/scheduling.md), then the rings (below), then, at most once per purge
-// interval, purge the DLQ and forget runtime instances not seen for instance_retention.
+// same round usually promotes them — then re-check the parents of jobs enqueued after
+// others since the last round (storage/dependencies.hpp), then fire due periodic jobs
+// (one bounded call: storage/periodic.hpp; docs/scheduling.md), then the rings (below),
+// then, at most once per purge interval, purge the DLQ, the dependency edges older than
+// failed_retention and the runtime instances not seen for instance_retention.
 // Every gauges_interval the leader also sets the per-lane gauges of every queue of the
 // schema (awa_queue_lag, awa_queue_available on /metrics; storage/queue_gauges.hpp) in
 // one statement whose cost is bounded by gauges_cap rows per lane; only the leader does,
@@ -154,6 +156,8 @@ class MaintenanceLeader {
     kLeaseRing,
     kPurgeDlq,
     kExpireInstances,
+    kVerifyWaiting,
+    kPurgeDependencies,
     kCount
   };
 

@@ -122,6 +122,21 @@ std::optional<JobDetail> Admin::job(Connection& conn, JobId id) const {
   d.progress_json = res.get_opt<std::string>(0, 17);
   d.callback_id = res.get_opt<std::string>(0, 19);
   d.result_json = res.get_opt<std::string>(0, 20);
+  if (const auto deps = res.get_opt<std::string>(0, 21)) {
+    const auto j = nlohmann::json::parse(*deps);
+    const auto links = [](const nlohmann::json& a) {
+      std::vector<JobLink> out;
+      for (const auto& l : a) {
+        out.push_back(JobLink{l.at("id").get<JobId>(), l.value("state", std::string())});
+      }
+      return out;
+    };
+    d.parents = links(j.at("parents"));
+    d.children = links(j.at("children"));
+    if (j.contains("on_parent_failure"))
+      d.on_parent_failure = j.at("on_parent_failure").get<std::string>();
+    if (j.contains("pending_parents")) d.pending_parents = j.at("pending_parents").get<int>();
+  }
   for (const auto& e : nlohmann::json::parse(res.text(0, 18))) {
     JobEvent ev;
     ev.at = e.at("at").is_null() ? std::string() : e.at("at").get<std::string>();

@@ -71,6 +71,15 @@ json of(const JobDetail& d) {
   j["progress"] = d.progress_json ? parse_or_text(*d.progress_json) : json(nullptr);
   j["callback_id"] = opt(d.callback_id);
   j["result"] = d.result_json ? parse_or_text(*d.result_json) : json(nullptr);
+  const auto links = [](const std::vector<JobLink>& v) {
+    json a = json::array();
+    for (const auto& l : v) a.push_back({{"id", l.id}, {"state", l.state}});
+    return a;
+  };
+  j["parents"] = links(d.parents);
+  j["children"] = links(d.children);
+  j["on_parent_failure"] = opt(d.on_parent_failure);
+  j["pending_parents"] = opt(d.pending_parents);
   j["timeline"] = json::array();
   for (const auto& e : d.timeline) {
     j["timeline"].push_back({{"at", e.at.empty() ? json(nullptr) : json(e.at)},

@@ -67,6 +67,7 @@ QueueSummary read_summary(const pg::Result& res, int row) {
   c.cancelled = res.get<std::int64_t>(row, 14);
   c.dlq = res.get<std::int64_t>(row, 15);
   q.oldest_available_age_s = res.get_opt<double>(row, 16);
+  c.waiting = res.get<std::int64_t>(row, 20);
   return q;
 }
 

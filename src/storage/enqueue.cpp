@@ -36,6 +36,7 @@
 #include "pg/pipeline.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
+#include "storage/enqueue_after.hpp"
 #include "storage/enqueue_impl.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/pg_array.hpp"
@@ -401,6 +402,11 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
 std::vector<InsertResult> QueueStorage::Impl::insert_results(pg::Connection& conn,
                                                              std::span<const NewJob> jobs,
                                                              bool copy) {
+  if (storage::any_parents(jobs)) {
+    return storage::insert_with_parents(conn, jobs, after, [&](std::span<const NewJob> rest) {
+      return insert_results(conn, rest, copy);
+    });
+  }
   const auto bulk = [&](std::span<const NewJob> plain) {
     return copy ? insert_many_copy(conn, plain) : insert_many(conn, plain);
   };
@@ -413,7 +419,7 @@ std::vector<InsertResult> QueueStorage::Impl::insert_results(pg::Connection& con
 
 std::vector<JobId> QueueStorage::Impl::insert_ids(pg::Connection& conn,
                                                   std::span<const NewJob> jobs, bool copy) {
-  if (!storage::any_unique(jobs))
+  if (!storage::any_unique(jobs) && !storage::any_parents(jobs))
     return copy ? insert_many_copy(conn, jobs) : insert_many(conn, jobs);
   std::vector<JobId> ids;
   ids.reserve(jobs.size());

@@ -27,6 +27,7 @@
 #include "pg/pipeline.hpp"
 #include "storage/busy_lanes.hpp"
 #include "storage/consume.hpp"
+#include "storage/enqueue_after.hpp"
 #include "storage/enqueue_one.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/job_columns.hpp"
@@ -177,8 +178,9 @@ struct QueueStorage::Impl {
   std::vector<JobId> insert_planned_copy(pg::Connection& conn, const Plan& p,
                                          std::span<const NewJob> jobs);
 
-  // Every entry point: calls with unique jobs split off (storage/enqueue_unique.hpp); the
-  // others go straight to the bulk path, unchanged.
+  // Every entry point: calls with jobs that have parents (storage/enqueue_after.hpp) or
+  // unique jobs (storage/enqueue_unique.hpp) split off; the others go straight to the bulk
+  // path, unchanged.
   std::vector<InsertResult> insert_results(pg::Connection& conn, std::span<const NewJob> jobs,
                                            bool copy);
 
@@ -190,6 +192,7 @@ struct QueueStorage::Impl {
   metrics::EngineMetrics& metrics;  // the engine's families in it
   storage::Consumer consumer;
   storage::UniqueInserter unique;
+  storage::AfterInserter after;
   storage::OneJobInserter one;
   storage::WakeCoalescer wakes;
   // Why a self-committed enqueue notifies after its commit (INSERT: a second pipeline

@@ -24,6 +24,7 @@ QueueStorage::Impl::Impl(StorageOptions o)
       metrics(metrics::engine_metrics(registry)),
       consumer(quoted, metrics),
       unique(quoted, metrics),
+      after(quoted, metrics),
       one(quoted) {
   insert_lane = sql::query("queries/enqueue/insert_lane.sql", quoted);
   reserve_lane = sql::query("queries/enqueue/reserve_lane.sql", quoted);

@@ -34,6 +34,7 @@ QueueCounts Admin::queue_counts(Connection& conn, const std::string& queue) cons
   c.failed = res.get<std::int64_t>(0, 5);
   c.cancelled = res.get<std::int64_t>(0, 6);
   c.dlq = res.get<std::int64_t>(0, 7);
+  c.waiting = res.get<std::int64_t>(0, 8);
   return c;
 }
 

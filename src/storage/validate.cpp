@@ -155,13 +155,26 @@ void validate_job(const NewJob& job, std::size_t index) {
     for (const auto& state : u->states) {
       if (std::find(std::begin(kJobStates), std::end(kJobStates), state) == std::end(kJobStates)) {
         fail(fmt::format(
-            "unique.states: unknown job state \"{}\" (expected scheduled, retryable, available, "
-            "running, waiting, completed, failed, cancelled or dlq)",
+            "unique.states: unknown job state \"{}\" (expected waiting, scheduled, retryable, "
+            "available, running, waiting_external, completed, failed, cancelled or dlq)",
             printable(state)));
       }
     }
     if (u->period && (u->period->count() < 1 || *u->period > kMaxScheduleAhead)) {
       fail(fmt::format("unique.period {} s is outside 1 s .. 100 years", u->period->count()));
+    }
+  }
+  const auto parents = job.opts.after.size() + job.opts.after_in_call.size();
+  if (parents > kMaxParents) {
+    fail(fmt::format("{} parents; the limit is {}", parents, kMaxParents));
+  }
+  if (parents > 0 && job.opts.unique) {
+    fail("a job enqueued after parents cannot also be unique");
+  }
+  for (const auto position : job.opts.after_in_call) {
+    if (position >= index) {
+      fail(fmt::format("after_in_call names position {}, which is not an earlier job of the call",
+                       position));
     }
   }
   if (job.opts.run_at) {
@@ -179,5 +192,17 @@ void validate_job(const NewJob& job, std::size_t index) {
 namespace awa {
 
 void validate_job(const NewJob& job) { storage::validate_job(job, 0); }
+
+const char* on_parent_failure_name(OnParentFailure policy) {
+  switch (policy) {
+    case OnParentFailure::kRun:
+      return "run";
+    case OnParentFailure::kFail:
+      return "fail";
+    case OnParentFailure::kCancel:
+      break;
+  }
+  return "cancel";
+}
 
 }  // namespace awa

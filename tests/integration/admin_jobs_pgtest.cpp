@@ -67,7 +67,8 @@ TEST_P(JobListTest, ListsAndShowsEveryStateOnceAndAgreesWithTheCounts) {
   EXPECT_FALSE(by_id[ids.at("retryable")].enqueue_shard.has_value());
   EXPECT_FALSE(by_id[ids.at("dlq")].enqueue_shard.has_value());
   EXPECT_FALSE(by_id[ids.at("cancelled_scheduled")].enqueue_shard.has_value());
-  for (const char* s : {"available", "running", "waiting", "completed", "failed", "cancelled"}) {
+  for (const char* s :
+       {"available", "running", "waiting_external", "completed", "failed", "cancelled"}) {
     ASSERT_TRUE(by_id[ids.at(s)].enqueue_shard.has_value()) << s;
     EXPECT_LT(*by_id[ids.at(s)].enqueue_shard, GetParam()) << s;
   }
@@ -84,9 +85,9 @@ INSTANTIATE_TEST_SUITE_P(Shards, JobListTest, ::testing::Values(1, 8));
 TEST_F(JobAdminTest, ShowGivesPlaceErrorsProgressAndTimeline) {
   const auto ids = every_state("sh");
 
-  const auto running = admin().job(ac(), ids.at("waiting"));
+  const auto running = admin().job(ac(), ids.at("waiting_external"));
   ASSERT_TRUE(running);
-  EXPECT_EQ(running->summary.state, "waiting");
+  EXPECT_EQ(running->summary.state, "waiting_external");
   ASSERT_TRUE(running->progress_json);
   EXPECT_EQ(nlohmann::json::parse(*running->progress_json), nlohmann::json({{"step", 3}}));
   EXPECT_EQ(running->run_lease, 1);
@@ -321,7 +322,7 @@ INSTANTIATE_TEST_SUITE_P(Shards, JobRetryTest, ::testing::Values(1, 8));
 TEST_F(JobAdminTest, RetryRefusesLiveJobsAndUnknownIds) {
   const auto ids = every_state("rr");
   for (const char* which :
-       {"available", "running", "waiting", "scheduled", "retryable", "completed"}) {
+       {"available", "running", "waiting_external", "scheduled", "retryable", "completed"}) {
     const auto a = admin().retry_job(ac(), ids.at(which));
     EXPECT_EQ(a.outcome, "not_retryable") << which;
     EXPECT_EQ(a.state, which);

@@ -130,8 +130,8 @@ class JobAdminTest : public StorageTest {
     ids["running"] = enqueue(queue);
     claim_one(queue, ids["running"]);
 
-    ids["waiting"] = enqueue(queue);
-    const auto w = claim_one(queue, ids["waiting"]);
+    ids["waiting_external"] = enqueue(queue);
+    const auto w = claim_one(queue, ids["waiting_external"]);
     const std::vector beat{QueueStorage::Heartbeat::of(w, std::string(R"({"step": 3})"))};
     EXPECT_EQ(storage::consumer(*store_).heartbeat(conn(), beat).size(), 1U);
     EXPECT_TRUE(
@@ -162,7 +162,7 @@ class JobAdminTest : public StorageTest {
     std::map<std::string, std::int64_t> by_state;
     for (const auto& s : admin().list_jobs(ac(), f)) ++by_state[s.state];
     EXPECT_EQ(c.available, by_state["available"]);
-    EXPECT_EQ(c.running, by_state["running"] + by_state["waiting"]);
+    EXPECT_EQ(c.running, by_state["running"] + by_state["waiting_external"]);
     EXPECT_EQ(c.scheduled, by_state["scheduled"]);
     EXPECT_EQ(c.retryable, by_state["retryable"]);
     EXPECT_EQ(c.completed, by_state["completed"]);

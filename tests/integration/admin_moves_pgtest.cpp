@@ -138,7 +138,8 @@ TEST_F(JobMoveTest, ScheduledJobsMoveInPlaceAndPromoteIntoTheDestinationWidth) {
 
 TEST_F(JobMoveTest, RunningAndFinishedJobsAreNotMovable) {
   const auto ids = every_state("mv");
-  for (const char* which : {"running", "waiting", "completed", "failed", "cancelled", "dlq"}) {
+  for (const char* which :
+       {"running", "waiting_external", "completed", "failed", "cancelled", "dlq"}) {
     const auto a = move(ids.at(which), "elsewhere");
     EXPECT_EQ(a.outcome, "not_movable") << which;
     EXPECT_EQ(a.state, which);

@@ -106,7 +106,7 @@ TEST_F(CallbackResultTest, ABadResultIsRefusedAndChangesNothing) {
   EXPECT_THROW(admin().complete_external(ac(), cb, R"({"a": "\u0000"})"), InvalidArgument);
   EXPECT_THROW(admin().complete_external(ac(), cb, std::string(kMaxArgsBytes + 1, ' ')),
                InvalidArgument);
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // Only a completion carries a result (the SQL function says so too).
   try {
     conn().query("SELECT * FROM resolve_callback($1::uuid, 'fail', 'x', '1'::jsonb)", cb);
@@ -114,7 +114,7 @@ TEST_F(CallbackResultTest, ABadResultIsRefusedAndChangesNothing) {
   } catch (const Error& e) {
     EXPECT_EQ(e.sqlstate(), "22023") << e.what();
   }
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   EXPECT_EQ(admin().complete_external(ac(), cb, "null").state, "completed");
 }
 
@@ -125,7 +125,7 @@ TEST_F(CallbackResultTest, TheCliPassesAndShowsTheResult) {
   auto r = run_cli(awa + "callback complete " + cb + " --result 'not json'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("the callback result is not valid JSON"), std::string::npos) << r.output;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   r = run_cli(awa + "callback complete " + cb + R"( --result '{"ticket": 77}' --json)");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["state"], "completed");

@@ -47,7 +47,7 @@ TEST_F(CallbackTest, ParkedAttemptWaitsThenItsCallbackCompletesItExactlyOnce) {
   const auto parked = park(e, std::nullopt);
   ASSERT_TRUE(parked);
   EXPECT_EQ(*parked, *registered);  // the same id on every call
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   EXPECT_EQ(admin().queue_counts(ac(), "q").running, 1);
 
   const auto r = admin().complete_external(ac(), *registered);
@@ -74,7 +74,7 @@ TEST_F(CallbackTest, ParkingWithoutRegisteringMakesAnId) {
   const auto parked = park(e, hours(1));
   ASSERT_TRUE(parked);
   EXPECT_EQ(parked->size(), 36U);
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   EXPECT_EQ(admin().complete_external(ac(), *parked).state, "completed");
 }
 
@@ -173,7 +173,7 @@ TEST_F(CallbackTest, HeartbeatExternalMovesTheTimeout) {
   EXPECT_EQ(*job, id);
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_TRUE(storage::consumer(*store_).rescue(conn(), milliseconds(1)).empty());
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // Without a new timeout it only marks the other system alive.
   EXPECT_TRUE(admin().heartbeat_external(ac(), *cb));
   EXPECT_EQ(admin().complete_external(ac(), *cb).state, "completed");
@@ -233,7 +233,7 @@ TEST_F(CallbackTest, AWaitingLeaseCarriedByAPruneKeepsItsCallbackId) {
   const auto pruned = admin().prune(ac(), "lease", /*carry=*/true);
   ASSERT_TRUE(pruned.done) << pruned.reason;
   EXPECT_EQ(pruned.rows_carried, 1);
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   EXPECT_EQ(admin().complete_external(ac(), *cb).state, "completed");
 }
 

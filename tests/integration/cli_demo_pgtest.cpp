@@ -35,7 +35,7 @@ TEST_F(CliDemoTest, WorksItsWorkloadToExactOutcomes) {
   // The side show: the periodic job fired and ran, the callback job waited and its
   // callback completed it (once), and the demo's schedule is gone with it.
   EXPECT_THAT(r.output, HasSubstr("periodic: demo-tick (@every 1s) fired and ran"));
-  EXPECT_THAT(r.output, HasSubstr("is waiting on callback"));
+  EXPECT_THAT(r.output, HasSubstr("is waiting_external on callback"));
   EXPECT_THAT(r.output, HasSubstr("Admin::complete_external -> completed; the same callback "
                                   "again -> stale (no double finalise)"));
   const auto side = Admin(schema_).queue_counts(conn, "demo-side");
@@ -112,8 +112,9 @@ TEST_F(CliDemoTest, TrickleAloneKeepsEveryKindOfWorkMoving) {
                          std::chrono::seconds(60), std::chrono::milliseconds(200)));
   EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "tick", "completed").empty(); },
                          std::chrono::seconds(60), std::chrono::milliseconds(200)));
-  EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "waiting").empty(); },
-                         std::chrono::seconds(60), std::chrono::milliseconds(200)));
+  EXPECT_TRUE(
+      eventually([&] { return !jobs("demo-side", "await_approval", "waiting_external").empty(); },
+                 std::chrono::seconds(60), std::chrono::milliseconds(200)));
   EXPECT_TRUE(eventually([&] { return !jobs("demo-side", "await_approval", "completed").empty(); },
                          std::chrono::seconds(60), std::chrono::milliseconds(200)))
       << demo.log();

@@ -39,7 +39,7 @@ TEST_F(CliJobsTest, ListAndShowEveryStateAsJson) {
   ASSERT_EQ(list.size(), ids.size());
   std::map<JobId, std::string> states;
   for (const auto& j : list) states[j.at("id").get<JobId>()] = j.at("state").get<std::string>();
-  EXPECT_EQ(states[ids.at("waiting")], "waiting");
+  EXPECT_EQ(states[ids.at("waiting_external")], "waiting_external");
   EXPECT_EQ(states[ids.at("dlq")], "dlq");
   EXPECT_EQ(states[ids.at("cancelled_scheduled")], "cancelled");
 
@@ -52,8 +52,8 @@ TEST_F(CliJobsTest, ListAndShowEveryStateAsJson) {
   ASSERT_EQ(page.size(), 2U);
   EXPECT_GT(page[0].at("id").get<JobId>(), ids.at("failed"));
 
-  const auto show = json(fmt::format("job show {}", ids.at("waiting")));
-  EXPECT_EQ(show.at("state"), "waiting");
+  const auto show = json(fmt::format("job show {}", ids.at("waiting_external")));
+  EXPECT_EQ(show.at("state"), "waiting_external");
   EXPECT_EQ(show.at("progress"), nlohmann::json({{"step", 3}}));
   EXPECT_EQ(show.at("args"), nlohmann::json::object());
   EXPECT_TRUE(show.at("lane_seq").is_number());
@@ -68,7 +68,7 @@ TEST_F(CliJobsTest, ListAndShowEveryStateAsJson) {
   EXPECT_THAT(text.output, HasSubstr("boom"));
   const auto table = awa("job list --queue cl");
   EXPECT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_THAT(table.output, HasSubstr("waiting"));
+  EXPECT_THAT(table.output, HasSubstr("waiting_external"));
 }
 
 TEST_F(CliJobsTest, ErrorsForUnknownIdsBadValuesAndMissingOptions) {

@@ -234,6 +234,21 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
   // 2 + 3 + 3 + 1 compat now = 9 ready on p, 2 + 1 on p4, 1 on q2, 3 on pu; 3 deferred.
   EXPECT_EQ(count("SELECT count(*) FROM ready_entries"), 16);
   EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs"), 3);
+  // Jobs after parents: enqueue_after (SECURITY DEFINER) reads the parents' states and
+  // writes the dependency tables, which the producer cannot touch itself.
+  auto child = on_queue("pc");
+  child.after = {first.id};
+  const auto waiting = store.insert(as("producer"), NewJob("k", {}, child));
+  EXPECT_EQ(
+      sql.query("SELECT state FROM insert_job_compat('k', 'pc', p_after => ARRAY[$1::bigint])",
+                first.id)
+          .get<std::string>(0, 0),
+      "waiting");
+  EXPECT_EQ(count("SELECT count(*) FROM waiting_jobs"), 2);
+  EXPECT_EQ(
+      count(fmt::format("SELECT count(*) FROM job_dependencies WHERE child_id = {}", waiting)), 1);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM waiting_jobs"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM job_dependencies"), kDenied);
 }
 
 TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {

@@ -44,8 +44,8 @@ TEST_F(RuntimeTest, WaitingForACallbackFreesTheWorkerSlot) {
 
   const Admin admin(schema_);
   auto conn = Connection::connect(database_url());
-  for (const JobId id : ids) EXPECT_EQ(admin.job(conn, id)->summary.state, "waiting");
-  EXPECT_EQ(admin.job(conn, unregistered)->summary.state, "waiting");
+  for (const JobId id : ids) EXPECT_EQ(admin.job(conn, id)->summary.state, "waiting_external");
+  EXPECT_EQ(admin.job(conn, unregistered)->summary.state, "waiting_external");
   std::vector<std::string> got;
   {
     std::lock_guard lock(mu);
@@ -70,7 +70,7 @@ TEST_F(RuntimeTest, WaitingForACallbackFreesTheWorkerSlot) {
   const auto after_first = "'" + first.get<std::string>(0, 0) + "'::timestamptz";
   ASSERT_TRUE(eventually([&] { return tick_past(after_first); }, seconds(10)));
   EXPECT_EQ(client.stats().rescued, 0U);
-  for (const JobId id : ids) EXPECT_EQ(admin.job(conn, id)->summary.state, "waiting");
+  for (const JobId id : ids) EXPECT_EQ(admin.job(conn, id)->summary.state, "waiting_external");
 
   EXPECT_EQ(admin.complete_external(conn, got[0]).state, "completed");
   EXPECT_EQ(admin.fail_external(conn, got[1], "declined", false).state, "failed");
@@ -80,7 +80,7 @@ TEST_F(RuntimeTest, WaitingForACallbackFreesTheWorkerSlot) {
   EXPECT_EQ(admin.job(conn, ids[0])->summary.state, "completed");
   EXPECT_EQ(admin.job(conn, ids[1])->summary.state, "failed");
   // stop() does not touch parked attempts: they wait in the database, not in the process.
-  EXPECT_EQ(admin.job(conn, ids[2])->summary.state, "waiting");
+  EXPECT_EQ(admin.job(conn, ids[2])->summary.state, "waiting_external");
   EXPECT_EQ(admin.complete_external(conn, got[2]).state, "completed");
   const auto s = client.stats();
   EXPECT_EQ(s.waiting, 4U);

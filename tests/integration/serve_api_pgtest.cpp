@@ -123,7 +123,7 @@ TEST_F(ServeTest, JobShowsItsErrorsAndTimeline) {
   const auto d = admin().job(ac(), ids_["failed"]);
   ASSERT_TRUE(d);
   EXPECT_EQ(j["timeline"].size(), d->timeline.size());
-  const auto w = get("/api/jobs/" + std::to_string(ids_["waiting"]));
+  const auto w = get("/api/jobs/" + std::to_string(ids_["waiting_external"]));
   EXPECT_EQ(w["progress"], nlohmann::json({{"step", 3}}));
 
   auto c = client();

@@ -112,7 +112,7 @@ TEST_F(ServeCallbackTest, ACompletionsSignedResultIsKeptOnTheJob) {
   EXPECT_EQ(status, 400) << body;
   std::tie(status, body) = call(*signed_, path, R"([1, 2])");
   EXPECT_EQ(status, 400) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   std::tie(status, body) =
       call(*signed_, path, R"({"result": {"shipment": "DHL-42", "items": [1, 2]}})");
   EXPECT_EQ(status, 200) << body;
@@ -132,7 +132,7 @@ TEST_F(ServeCallbackTest, FailAndHeartbeat) {
       call(*signed_, "/api/callbacks/" + cb + "/heartbeat", R"({"timeout_s": 7200})");
   EXPECT_EQ(status, 200) << body;
   EXPECT_EQ(body["job_id"], id);
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   std::tie(status, body) = call(*signed_, "/api/callbacks/" + cb + "/fail",
                                 R"({"error": "rejected upstream", "retryable": false})");
   EXPECT_EQ(status, 200) << body;
@@ -193,7 +193,7 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
   auto& ro = another({.read_only = true, .callbacks = true});
   std::tie(status, body) = call(ro, path, "{}");
   EXPECT_EQ(status, 403) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // A signed body under another Content-Type than JSON (which the routes would not read,
   // or would read as parameters beside the query's): 415.
   {
@@ -201,7 +201,7 @@ TEST_F(ServeCallbackTest, UnsignedOrWronglySignedRequestsAreRefusedAndChangeNoth
     std::tie(status, body) = send(*signed_, path, h, "{}", "text/plain");
     EXPECT_EQ(status, 415) << body;
   }
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // A malformed id: 400 from the API's validation.
   std::tie(status, body) = call(*signed_, "/api/callbacks/nope/complete", "{}");
   EXPECT_EQ(status, 400) << body;
@@ -224,15 +224,15 @@ TEST_F(ServeCallbackTest, AReplayToAnotherCallbackIdIsRefusedAndChangesNothing) 
   ASSERT_EQ(status, 200) << body;
   std::tie(status, body) = send(*signed_, "/api/callbacks/" + b + "/complete", captured, "{}");
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(state_of(id_b), "waiting");
+  EXPECT_EQ(state_of(id_b), "waiting_external");
   // Before the original arrives too: a signature names its id.
   JobId id_c = 0;
   const auto c = waiting_job("cbq", &id_c);
   const auto early = signed_headers(now_s(), "/api/callbacks/" + c + "/complete", "{}");
   std::tie(status, body) = send(*signed_, "/api/callbacks/" + b + "/complete", early, "{}");
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(state_of(id_b), "waiting");
-  EXPECT_EQ(state_of(id_c), "waiting");
+  EXPECT_EQ(state_of(id_b), "waiting_external");
+  EXPECT_EQ(state_of(id_c), "waiting_external");
 }
 
 // Issue 31: a captured heartbeat replayed as a fail (or a complete) of the same callback
@@ -247,10 +247,10 @@ TEST_F(ServeCallbackTest, AReplayToAnotherActionIsRefusedAndChangesNothing) {
   const auto times = callback_times(cb);
   std::tie(status, body) = send(*signed_, "/api/callbacks/" + cb + "/fail", captured, "{}");
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   std::tie(status, body) = send(*signed_, "/api/callbacks/" + cb + "/complete", captured, "{}");
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   EXPECT_EQ(admin().job(ac(), id)->summary.attempt, 1);
   EXPECT_EQ(callback_times(cb), times);
 }
@@ -272,7 +272,7 @@ TEST_F(ServeCallbackTest, AReplayWithAnAddedQueryParameterIsRefusedAndChangesNot
   std::tie(status, body) =
       send(*signed_, fail + "?retryable=false", fail_captured, R"({"error":"declined"})");
   EXPECT_EQ(status, 401) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // The original, delivered as signed, is accepted and leaves the timeout where it was.
   std::tie(status, body) = send(*signed_, heartbeat, captured, "");
   EXPECT_EQ(status, 200) << body;
@@ -296,7 +296,7 @@ TEST_F(ServeCallbackTest, TheSameHeartbeatTwiceIsRefusedTheSecondTime) {
   EXPECT_EQ(status, 409) << body;
   EXPECT_EQ(body["replayed"], true) << body;
   EXPECT_EQ(callback_times(cb), times);
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
 }
 
 // The query is signed with the rest: a sender may pass the parameters there, in any
@@ -307,7 +307,7 @@ TEST_F(ServeCallbackTest, SignedQueryParametersAreAccepted) {
   const std::string heartbeat = "/api/callbacks/" + cb + "/heartbeat?timeout_s=7200";
   auto [status, body] = send(*signed_, heartbeat, signed_headers(now_s(), heartbeat, ""), "");
   EXPECT_EQ(status, 200) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   const std::string fail = "/api/callbacks/" + cb + "/fail";
   // Signed as "error=rejected+upstream&retryable=false", sent in another order and spelling.
   const auto h = signed_headers(now_s(), fail + "?error=rejected+upstream&retryable=false", "");
@@ -333,7 +333,7 @@ TEST_F(ServeCallbackTest, AnUnsignedContentTypeCannotChangeWhatTheBodySays) {
   std::tie(status, body) =
       send(*signed_, fail, h, "error=declined", "application/x-www-form-urlencoded");
   EXPECT_EQ(status, 415) << body;
-  EXPECT_EQ(state_of(id), "waiting");
+  EXPECT_EQ(state_of(id), "waiting_external");
   // Not consumed by the refusals: the request as signed still goes through, once.
   std::tie(status, body) = send(*signed_, fail, h, json);
   EXPECT_EQ(status, 200) << body;

@@ -118,6 +118,7 @@ class FakeJob final : public JobContext {
   void set_progress(double, const std::string&) override {}
   void heartbeat() override {}
   std::string register_callback(std::chrono::milliseconds) override { return {}; }
+  std::map<JobId, nlohmann::json> parent_results() const override { return {}; }
 
  private:
   void finalize_in(Connection&, const std::optional<std::string>&) override {}

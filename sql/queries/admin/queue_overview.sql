@@ -4,7 +4,7 @@
 SELECT o.queue, o.configured, o.enqueue_shards, o.paused, o.dlq_enabled, o.priority_aging_ms,
        o.deadline_ms, o.max_workers_hint, o.available, o.running, o.scheduled, o.retryable,
        o.completed, o.failed, o.cancelled, o.dlq, o.oldest_available_age_s,
-       m.max_rate, m.burst, m.global_max_workers
+       m.max_rate, m.burst, m.global_max_workers, o.waiting
 FROM {schema}.queue_overview($1::text) AS o
 LEFT JOIN {schema}.queue_meta m ON m.queue = o.queue
 ORDER BY o.queue COLLATE "C"
