@@ -305,10 +305,14 @@ $$;
 
 -- The maintenance leader's re-check of waiting jobs committed since its last round (see
 -- the race above), at most p_limit of them. First, holding no row lock, each pending
--- parent's state is read after waiting for its enders in flight: the batch lock of its
--- open attempt and its end lock, each taken shared at session level and released at once
--- (waiting is all that is needed; an ender that comes later sees the edge). Then the ends
--- found are applied, and the jobs marked verified. Returns the number of jobs checked.
+-- parent's state is read once no ender of it is in flight: its end lock and the batch lock
+-- of its open attempt, each tried shared at session level and released at once (a free
+-- lock is all that is needed: an ender that takes it later sees the edge). A parent whose
+-- lock is held (a closer committing, or a handler's own transaction between complete_in
+-- and its COMMIT) is not waited for: its children stay unverified until a later round, so
+-- the leader's other work never waits behind a handler. Then the ends found are applied,
+-- and the other jobs marked verified. Returns the number of jobs checked (those left for a
+-- later round not counted).
 CREATE OR REPLACE FUNCTION {schema}.verify_waiting_jobs(p_limit integer)
 RETURNS integer
 LANGUAGE plpgsql
@@ -319,6 +323,8 @@ DECLARE
     v_live     record;
     v_ended    bigint[] := '{}';
     v_states   text[] := '{}';
+    v_busy     bigint[] := '{}';
+    v_n        integer;
 BEGIN
     SELECT array_agg(w.job_id ORDER BY w.job_id) INTO v_children
     FROM (SELECT w.job_id FROM {schema}.waiting_jobs w
@@ -332,12 +338,19 @@ BEGIN
         WHERE d.child_id = ANY (v_children) AND d.resolved_at IS NULL
         ORDER BY 1
     LOOP
-        PERFORM pg_advisory_lock_shared(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(v_parent));
+        IF NOT pg_try_advisory_lock_shared(hashtext('{schema}:job-end'),
+                                           {schema}.job_end_lock_key(v_parent)) THEN
+            v_busy := v_busy || v_parent;
+            CONTINUE;
+        END IF;
         PERFORM pg_advisory_unlock_shared(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(v_parent));
         SELECT * INTO v_live FROM {schema}.job_live_state(v_parent);
         IF v_live.claim_batch IS NOT NULL THEN
-            PERFORM pg_advisory_lock_shared(hashtext('{schema}:attempts'),
-                                            {schema}.attempt_lock_key(v_live.claim_batch));
+            IF NOT pg_try_advisory_lock_shared(hashtext('{schema}:attempts'),
+                                               {schema}.attempt_lock_key(v_live.claim_batch)) THEN
+                v_busy := v_busy || v_parent;
+                CONTINUE;
+            END IF;
             PERFORM pg_advisory_unlock_shared(hashtext('{schema}:attempts'),
                                               {schema}.attempt_lock_key(v_live.claim_batch));
             -- a new statement: its snapshot shows what the closer committed
@@ -354,9 +367,15 @@ BEGIN
         END IF;
     END LOOP;
     PERFORM {schema}.resolve_parent_ends(v_ended, v_states);
+    SELECT count(DISTINCT d.child_id) INTO v_n
+    FROM {schema}.job_dependencies d
+    WHERE d.child_id = ANY (v_children) AND d.resolved_at IS NULL AND d.parent_id = ANY (v_busy);
     UPDATE {schema}.waiting_jobs w SET verified = true
-    WHERE w.job_id = ANY (v_children) AND NOT w.verified;
-    RETURN cardinality(v_children);
+    WHERE w.job_id = ANY (v_children) AND NOT w.verified
+      AND NOT EXISTS (SELECT 1 FROM {schema}.job_dependencies d
+                      WHERE d.child_id = w.job_id AND d.resolved_at IS NULL
+                        AND d.parent_id = ANY (v_busy));
+    RETURN cardinality(v_children) - v_n;
 END
 $$;
 

@@ -84,8 +84,8 @@ TEST_F(RuntimeTest, AnOrderPipelineRunsEachJobAfterItsParentsWithTheirResults) {
     EXPECT_LT(finished.at(o.email), finished.at(o.archive));
     EXPECT_LT(finished.at(o.invoice), finished.at(o.archive));
     EXPECT_TRUE(seen.at(o.charge).empty());
-    EXPECT_EQ(seen.at(o.email), (std::map<JobId, json>{
-                                    {o.charge, json{{"step", "charge"}, {"order", i}}}}));
+    EXPECT_EQ(seen.at(o.email),
+              (std::map<JobId, json>{{o.charge, json{{"step", "charge"}, {"order", i}}}}));
     EXPECT_EQ(seen.at(o.archive),
               (std::map<JobId, json>{{o.email, json{{"step", "email"}, {"order", i}}},
                                      {o.invoice, json{{"step", "invoice"}, {"order", i}}}}));

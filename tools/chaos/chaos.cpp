@@ -324,6 +324,8 @@ int Harness::run() {
                   "key order violations {}, lane violations {}",
                   r.lost, r.lost_pending, r.double_finalised, r.phantom, r.resurrected,
                   r.order_violations, r.lane_violations));
+  say(fmt::format("dependencies: {} edges of claimed jobs judged, started_before_parents {}",
+                  r.dependency_edges, r.started_before_parents));
   say(
       fmt::format("workers: {} unexpected exits, {} stop timeouts, {} sanitizer lines; "
                   "faults without a later completion: {}",

@@ -166,7 +166,7 @@ std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>
 std::int64_t unfinished(const std::string& url, const std::string& queue) {
   auto conn = awa::Connection::connect(url);
   const auto c = awa::Admin().queue_counts(conn, queue);
-  return c.available + c.running + c.scheduled + c.retryable;
+  return c.waiting + c.available + c.running + c.scheduled + c.retryable;
 }
 
 LedgerResult check_ledger(awa::pg::Connection& db, const std::string& url,
@@ -240,6 +240,11 @@ LedgerResult check_ledger(awa::pg::Connection& db, const std::string& url,
                         str(order, i, 8, "?"), str(order, i, 5, "?"), str(order, i, 7, "?"),
                         str(order, i, 9, "?")));
   }
+  const auto deps = db.query(sql::file("ledger/started_before_parents.sql"));
+  r.dependency_edges = num(deps, 0, 0);
+  r.started_before_parents = num(deps, 0, 2);
+  if (r.started_before_parents > 0)
+    note(r, fmt::format("started before its parents: {}", str(deps, 0, 1, "?")));
   const auto ru = db.query(sql::file("ledger/retried_and_unexpected.sql"));
   r.retried_jobs = num(ru, 0, 0);
   r.unexpected_end = num(ru, 0, 1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <span>
 #include <utility>
@@ -144,6 +145,36 @@ void Producers::run(int index) {
       }
       return std::make_pair(awa::NewJob(pj.kind, args, opts), std::move(pj));
     };
+    // One transaction in six also enqueues a workflow tree (docs/workflows.md): a root, two
+    // children after it (fan-out), one after both (fan-in), one after that, in one call
+    // (after_in_call), then a sixth job after the fifth in a second call of the same
+    // transaction (after). Depth 5; unkeyed, so the key-order check is not involved. The
+    // root fails for good one time in eight, and each child has a random policy.
+    const auto tree = [&]() {
+      std::vector<std::pair<awa::NewJob, ProducedJob>> t;
+      for (int j = 0; j < 6; ++j) {
+        auto [job, pj] = make();
+        job.opts.ordering_key.reset();
+        pj.ordering_key.reset();
+        if (j == 0 && unit(rng) < 0.125) {
+          job.kind = pj.kind = "fail";
+          auto args = nlohmann::json::parse(job.args_json);
+          args["mode"] = "retryable";
+          job.args_json = args.dump();
+          job.opts.max_attempts = 2;
+        }
+        const double policy = unit(rng);
+        job.opts.on_parent_failure = policy < 0.5    ? awa::OnParentFailure::kCancel
+                                     : policy < 0.75 ? awa::OnParentFailure::kRun
+                                                     : awa::OnParentFailure::kFail;
+        if (j == 1 || j == 2) job.opts.after_in_call = {0};
+        if (j == 3) job.opts.after_in_call = {1, 2};
+        if (j == 4) job.opts.after_in_call = {3};
+        t.emplace_back(std::move(job), std::move(pj));
+      }
+      return t;
+    };
+    const bool with_tree = unit(rng) < 1.0 / 6;
     std::vector<std::vector<awa::NewJob>> calls(1 + static_cast<std::size_t>(unit(rng) * 4));
     std::vector<ProducedJob> meta;
     for (auto& call : calls) {
@@ -151,6 +182,19 @@ void Producers::run(int index) {
       for (int j = 0; j < n; ++j) {
         auto [job, pj] = make();
         call.push_back(std::move(job));
+        meta.push_back(std::move(pj));
+      }
+    }
+
+    std::vector<awa::NewJob> tree_call;
+    std::optional<awa::NewJob> tail;
+    if (with_tree) {
+      for (auto& [job, pj] : tree()) {
+        if (tree_call.size() < 5) {
+          tree_call.push_back(std::move(job));
+        } else {
+          tail = std::move(job);
+        }
         meta.push_back(std::move(pj));
       }
     }
@@ -166,6 +210,12 @@ void Producers::run(int index) {
           for (const auto id : store.insert_many(*conn, std::span<const awa::NewJob>(call)))
             meta[k++].job_id = id;
         }
+      }
+      if (with_tree) {  // its jobs come last in meta
+        const auto ids = store.insert_many(*conn, std::span<const awa::NewJob>(tree_call));
+        for (const auto id : ids) meta[k++].job_id = id;
+        tail->opts.after = {ids.back()};
+        meta[k++].job_id = store.insert(*conn, *tail);
       }
       committing = true;
       tx.commit();
