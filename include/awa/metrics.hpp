@@ -204,6 +204,9 @@ struct EngineMetrics {
   // fail-over, 57P04, 42725, 42883, 0A000); their rows are kept and retried. Any increase
   // needs an operator.
   Family<Counter>& completion_flush_server_errors;
+  // awa_queue_waiting{queue}: jobs waiting for their parents (docs/workflows.md), set with
+  // the lane gauges (refresh_queue_gauges, the maintenance leader).
+  Family<Gauge>& queue_waiting;
 };
 // Distinct kinds awa_job_unknown_kind_total labels before it folds them into "other".
 inline constexpr std::size_t kUnknownKindLabels = 20;
@@ -214,8 +217,9 @@ EngineMetrics& engine_metrics(Registry& registry);
 EngineMetrics& engine();
 
 // Sets queue_available and queue_lag for every lane of each queue, exact at the time of
-// the call (as Admin::queue_shards). One statement on `conn`; its cost grows with the
-// available rows of the queues (one index entry each).
+// the call (as Admin::queue_shards), and queue_waiting for each queue. Two statements on
+// `conn`; their cost grows with the available and waiting rows of the queues (one index
+// entry each).
 void refresh_queue_gauges(awa::Connection& conn, const std::string& schema,
                           const std::vector<std::string>& queues,
                           Registry& registry = default_registry());

@@ -338,6 +338,8 @@ EngineMetrics& engine_metrics(Registry& r) {
                   "(read-only after a fail-over, database dropped, function missing or "
                   "ambiguous, feature refused); the rows are kept and retried. Needs an operator.",
                   {"sqlstate"}),
+        r.gauge("awa_queue_waiting", "Jobs waiting for their parents (InsertOpts::after).",
+                {"queue"}),
     });
   });
   return *r.impl_->engine;

@@ -1,5 +1,7 @@
 #include "storage/queue_gauges.hpp"
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "awa/metrics.hpp"
@@ -34,11 +36,26 @@ std::vector<LaneLabels> refresh_lane_gauges(EngineMetrics& m, pg::Connection& co
         .set(static_cast<double>(rows.get<std::int64_t>(r, 4)));
     lanes.push_back(std::move(l));
   }
+  // Every queue with a lane or a waiting job: 0 for one that has none waiting any more.
+  std::map<std::string, std::int64_t> waiting;
+  for (const auto& l : lanes) waiting.emplace(l[0], 0);
+  const auto w = conn.exec(sql::render(sql::file("queries/metrics/waiting_gauges.sql"), quoted),
+                           pg::make_params(names));
+  for (int r = 0; r < w.rows(); ++r) waiting[w.get<std::string>(r, 0)] = w.get<std::int64_t>(r, 1);
+  for (const auto& [queue, n] : waiting) {
+    m.queue_waiting.with({queue}).set(static_cast<double>(n));
+    // a queue with waiting jobs and no lane yet: remembered for zero_lane_gauges
+    if (std::none_of(lanes.begin(), lanes.end(),
+                     [&](const LaneLabels& l) { return l[0] == queue; }))
+      lanes.push_back(LaneLabels{queue, "", ""});
+  }
   return lanes;
 }
 
 void zero_lane_gauges(EngineMetrics& m, const std::vector<LaneLabels>& lanes) {
   for (const auto& l : lanes) {
+    m.queue_waiting.with({l[0]}).set(0.0);
+    if (l[1].empty()) continue;  // a queue with waiting jobs only
     m.queue_lag.with({l[0], l[1], l[2]}).set(0.0);
     m.queue_available.with({l[0], l[1], l[2]}).set(0.0);
   }

@@ -19,7 +19,8 @@
 
 namespace awa::metrics {
 
-// The label values of one lane's series: queue, priority, awa_enqueue_shard.
+// The label values of one lane's series: queue, priority, awa_enqueue_shard (the last
+// two empty for a queue that has waiting jobs and no lane: its awa_queue_waiting only).
 using LaneLabels = std::array<std::string, 3>;
 
 // Sets both gauges for every lane of `queues` (every queue of the schema when unset), in

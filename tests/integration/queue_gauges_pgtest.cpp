@@ -154,5 +154,37 @@ TEST_F(QueueGaugesTest, ACappedCountReportsTheLagBeyondTheCap) {
   EXPECT_EQ(count("SELECT count(*) FROM queue_lane_gauges('{}')"), 0);
 }
 
+TEST_F(QueueGaugesTest, TheLeaderSetsTheWaitingGaugeOfAQueueWithoutLanes) {
+  const std::string children = queue_ + "w";
+  const auto waiting = [&] { return metrics::engine().queue_waiting.with({children}).value(); };
+  auto o = options();
+  o.queue_gauges_interval = milliseconds(100);
+  Client client(o);
+  client.add_queue(queue("elsewhere", 1));
+  client.start();
+
+  const JobId parent = enqueue(queue_, 1).at(0);
+  InsertOpts after = on_queue(children);
+  after.after = {parent};
+  std::vector<NewJob> jobs(3, NewJob("noop", nlohmann::json::object(), after));
+  storage::insert_many(*store_, conn(), jobs);
+  ASSERT_TRUE(eventually([&] { return waiting() == 3.0; }, seconds(10))) << waiting();
+
+  const auto got = storage::consumer(*store_).claim(conn(), queue_);
+  ASSERT_EQ(got.size(), 1U);
+  storage::consumer(*store_).complete(
+      conn(), std::vector<Completion>{Completion::of(got[0], Outcome::kCompleted)});
+  ASSERT_TRUE(eventually([&] { return waiting() == 0.0; }, seconds(10))) << waiting();
+  ASSERT_TRUE(eventually([&] { return available(children, 0) == 3.0; }, seconds(10)));
+
+  // Waiting again, then the leader stops: no stale value left behind.
+  const JobId parent2 = enqueue(queue_, 1).at(0);
+  after.after = {parent2};
+  storage::insert_many(*store_, conn(), std::vector<NewJob>{NewJob("noop", {}, after)});
+  ASSERT_TRUE(eventually([&] { return waiting() == 1.0; }, seconds(10))) << waiting();
+  client.stop();
+  EXPECT_EQ(waiting(), 0.0);
+}
+
 }  // namespace
 }  // namespace awa::testing
