@@ -33,6 +33,12 @@
 // (in separate calls) can deadlock on those rows (PostgreSQL aborts one with 40P01: retry
 // the transaction); one call claims its keys in key order.
 //
+// Jobs with parents (InsertOpts::after, after_in_call; docs/workflows.md) take a path of
+// their own too: the call's other jobs are written first, as above, then each job with
+// parents in call order, one enqueue_after statement each, all in one transaction (the
+// caller's, or one of the call's own). A parent that does not exist is refused with
+// SQLSTATE 23503 and nothing of the call is written.
+//
 // Routing (self-committing calls): within one call, rows without an ordering_key share
 // one rotor pick per (queue, priority), so a 500-row batch reserves one contiguous
 // lane_seq range on one lane and issues one INSERT; the rotor advances per pick so

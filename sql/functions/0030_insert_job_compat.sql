@@ -116,31 +116,10 @@ BEGIN
     END IF;
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
-    IF p_after IS NOT NULL THEN
-        IF p_unique IS NOT NULL THEN
-            RAISE EXCEPTION 'insert_job_compat: a job enqueued after parents (p_after) cannot also be unique'
-                USING ERRCODE = '22023';
-        END IF;
-        SELECT e.id, e.state INTO id, state
-        FROM {schema}.enqueue_after(p_after, p_on_parent_failure, p_kind, p_queue, p_args,
-                                    p_priority, p_max_attempts,
-                                    CASE WHEN p_state = 'scheduled' THEN coalesce(p_run_at, v_now)
-                                         ELSE p_run_at END,
-                                    p_metadata, p_tags, p_ordering_key) e;
-        kind := p_kind;
-        queue := p_queue;
-        args := p_args;
-        priority := p_priority;
-        attempt := 0;
-        max_attempts := p_max_attempts;
-        run_at := coalesce(p_run_at, v_now);
-        created_at := v_now;
-        metadata := p_metadata;
-        tags := p_tags;
-        ordering_key := p_ordering_key;
-        duplicate := false;
-        RETURN;
-    ELSIF p_on_parent_failure IS NOT NULL THEN
+    IF p_after IS NOT NULL AND p_unique IS NOT NULL THEN
+        RAISE EXCEPTION 'insert_job_compat: a job enqueued after parents (p_after) cannot also be unique'
+            USING ERRCODE = '22023';
+    ELSIF p_after IS NULL AND p_on_parent_failure IS NOT NULL THEN
         RAISE EXCEPTION 'insert_job_compat: p_on_parent_failure applies only with p_after'
             USING ERRCODE = '22023';
     END IF;
@@ -184,6 +163,17 @@ BEGIN
     metadata := p_metadata;
     tags := p_tags;
     ordering_key := p_ordering_key;
+
+    IF p_after IS NOT NULL THEN
+        SELECT e.id, e.state INTO id, state
+        FROM {schema}.enqueue_after(p_after, p_on_parent_failure, p_kind, p_queue, p_args,
+                                    p_priority, p_max_attempts,
+                                    CASE WHEN p_state = 'scheduled' THEN coalesce(p_run_at, v_now)
+                                         ELSE p_run_at END,
+                                    p_metadata, p_tags, p_ordering_key) e;
+        run_at := coalesce(p_run_at, v_now);
+        RETURN;
+    END IF;
 
     IF p_state = 'scheduled' OR (p_run_at IS NOT NULL AND p_run_at > v_now) THEN
         v_run_at := coalesce(p_run_at, v_now);

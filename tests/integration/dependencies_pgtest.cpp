@@ -169,7 +169,7 @@ TEST_F(DependencyTest, ParentsInTheSameCallOrTransactionWork) {
       conn().exec("SELECT id FROM insert_job_compat('parent', 'dq')").get<std::int64_t>(0, 0);
   const auto sql_child = conn().query(
       "SELECT id, state FROM insert_job_compat('child', 'dc', "
-      "p_after => ARRAY[$1::bigint])",
+      "p_after => ARRAY[$1::bigint], p_on_parent_failure => 'fail')",
       sql_parent);
   EXPECT_EQ(sql_child.get<std::string>(0, 1), "waiting");
   const auto batch = conn().exec(
@@ -177,6 +177,7 @@ TEST_F(DependencyTest, ParentsInTheSameCallOrTransactionWork) {
            {"kind": "b", "queue": "dc", "after_index": [0], "on_parent_failure": "run"}]') ORDER BY ord)");
   conn().exec("COMMIT");
   EXPECT_EQ(state(sql_child.get<std::int64_t>(0, 0)), "waiting");
+  EXPECT_EQ(detail(sql_child.get<std::int64_t>(0, 0)).on_parent_failure, "fail");
   const JobId b = batch.get<std::int64_t>(1, 0);
   EXPECT_EQ(state(b), "waiting");
   EXPECT_EQ(detail(b).parents.at(0).id, batch.get<std::int64_t>(0, 0));
