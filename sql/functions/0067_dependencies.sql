@@ -20,10 +20,11 @@
 --   - end_waiting_jobs, for a waiting job its parents ended, under the same lock.
 -- The race: a child's transaction saw a parent still live, and that parent ended and
 -- looked for its edges before the child's transaction committed. The maintenance leader
--- closes it (verify_waiting_jobs): for every child committed since, it waits for whoever
--- holds the parent's batch lock or end lock to commit, reads the parent's state again and
--- applies an end it finds. An ender that takes those locks after that wait looks for the
--- edges after the child committed, and finds them. Applying an edge is idempotent (only
+-- closes it (verify_waiting_jobs): for every child committed since, once no ender holds
+-- the parent's batch lock or end lock (a held one: the child is looked at again next
+-- round), it reads the parent's state again and applies an end it finds. An ender that
+-- takes those locks after that looks for the edges after the child committed, and finds
+-- them. Applying an edge is idempotent (only
 -- a pending edge is applied, under its row lock), so the leader and an ender that both
 -- see one apply it once. models/dependency_release.pml checks the protocol.
 

@@ -324,8 +324,9 @@ BEGIN
         PERFORM {schema}.resolve_parent_ends(ARRAY[p_job_id], ARRAY['cancelled']);
         RETURN 'waiting';
     END IF;
-    -- The end lock: the maintenance leader's re-check of a waiting child waits for this
-    -- cancel to commit, and the pending-edge probe below comes after it.
+    -- The end lock: the maintenance leader does not re-read this job's state for its
+    -- children while this cancel is in flight (verify_waiting_jobs), and the pending-edge
+    -- probe below comes after it.
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(p_job_id));
     v_deps := EXISTS (SELECT 1 FROM {schema}.job_dependencies d
                       WHERE d.parent_id = p_job_id AND d.resolved_at IS NULL);
