@@ -239,9 +239,9 @@ DECLARE
     v_now       timestamptz := now();
     v_parent    bigint;
     v_live      record;
-    v_pending   integer := 0;
-    v_bad       bigint;
-    v_bad_state text;
+    v_parents   integer := 0;
+    v_ended     bigint[] := '{}';
+    v_states    text[] := '{}';
 BEGIN
     PERFORM {schema}.validate_job(p_kind, p_args, p_queue, p_priority, p_max_attempts, p_ordering_key);
     PERFORM {schema}.validate_job_extras(p_metadata, p_tags, p_run_at);
@@ -267,39 +267,36 @@ BEGIN
                 USING ERRCODE = '23503',
                       HINT = 'A job can only be enqueued after jobs that were enqueued before it (or earlier in the same transaction).';
         END IF;
+        INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_parent_failure)
+        VALUES (v_parent, id, v_policy);
+        v_parents := v_parents + 1;
         IF v_live.state IN ('completed', 'failed', 'cancelled', 'dlq') THEN
-            INSERT INTO {schema}.job_dependencies
-                (parent_id, child_id, parent_state, on_parent_failure, resolved_at)
-            VALUES (v_parent, id, v_live.state, v_policy, v_now);
-            IF v_live.state <> 'completed' AND v_bad IS NULL THEN
-                v_bad := v_parent;
-                v_bad_state := v_live.state;
-            END IF;
-        ELSE
-            INSERT INTO {schema}.job_dependencies (parent_id, child_id, on_parent_failure)
-            VALUES (v_parent, id, v_policy);
-            v_pending := v_pending + 1;
+            v_ended := v_ended || v_parent;
+            v_states := v_states || v_live.state;
         END IF;
     END LOOP;
 
+    -- Verified when no parent is live: nothing is left for the leader to re-check.
     INSERT INTO {schema}.waiting_jobs
         (job_id, queue, priority, kind, args, max_attempts, run_at, created_at, ordering_key,
          metadata, tags, on_parent_failure, pending_parents, verified)
     VALUES (id, p_queue, p_priority, p_kind, p_args, p_max_attempts, coalesce(p_run_at, v_now),
-            v_now, p_ordering_key, p_metadata, p_tags, v_policy, v_pending, v_pending = 0);
+            v_now, p_ordering_key, p_metadata, p_tags, v_policy, v_parents,
+            cardinality(v_ended) = v_parents);
+    -- Parents that had already ended are applied as any parent's end is: the same release,
+    -- or the same end under the policy.
+    PERFORM {schema}.resolve_parent_ends(v_ended, v_states);
 
-    IF v_bad IS NOT NULL AND v_policy <> 'run' THEN
-        state := CASE v_policy WHEN 'fail' THEN 'failed' ELSE 'cancelled' END;
-        PERFORM {schema}.end_waiting_jobs(
-            ARRAY[id], ARRAY[state],
-            ARRAY[format('parent job %s %s', v_bad,
-                         CASE v_bad_state WHEN 'dlq' THEN 'was dead-lettered'
-                                          ELSE 'ended ' || v_bad_state END)]);
-    ELSIF v_pending = 0 THEN
-        PERFORM {schema}.release_waiting_jobs(ARRAY[id]);
-        state := CASE WHEN coalesce(p_run_at, v_now) > v_now THEN 'scheduled' ELSE 'available' END;
-    ELSE
+    IF EXISTS (SELECT 1 FROM {schema}.waiting_jobs w WHERE w.job_id = id) THEN
         state := 'waiting';
+    ELSIF EXISTS (SELECT 1 FROM {schema}.enqueue_staging s WHERE s.job_id = id) THEN
+        state := 'available';
+    ELSIF EXISTS (SELECT 1 FROM {schema}.deferred_jobs d WHERE d.job_id = id) THEN
+        state := 'scheduled';
+    ELSE  -- ended by a parent that had failed (end_waiting_jobs)
+        SELECT d.state INTO state
+        FROM {schema}.done_entries d
+        WHERE d.job_id = id AND d.lane_seq = -id;
     END IF;
 END
 $$;

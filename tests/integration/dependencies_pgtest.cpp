@@ -220,6 +220,15 @@ TEST_F(DependencyTest, APolicyDecidesWhatAFailedParentDoesAndCancelCascades) {
   EXPECT_EQ(c.cancelled, 1);
   EXPECT_EQ(c.failed, 2);
   EXPECT_EQ(c.available, 2);
+  // Enqueued after the parent had already failed: the same policies apply at once.
+  EXPECT_EQ(state(add("late", after("dc", {p}))), "cancelled");
+  EXPECT_EQ(state(add("late_run", after("dc", {p}, OnParentFailure::kRun))), "available");
+  EXPECT_EQ(conn()
+                .query("SELECT state FROM insert_job_compat('late', 'dc', p_after => "
+                       "ARRAY[$1::bigint], p_on_parent_failure => 'fail')",
+                       p)
+                .get<std::string>(0, 0),
+            "failed");
 
   // A parent cancelled while running cancels its default-policy child; a dead-lettered one
   // too (the queue's DLQ on).
