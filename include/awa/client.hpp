@@ -98,12 +98,31 @@ class JobResult {
   // completed(result): the result as JSON text; otherwise none.
   const std::optional<std::string>& result_json() const noexcept { return result_json_; }
 
+  // Adds a follow-up job (docs/workflows.md, "Follow-up jobs"): enqueued in the same
+  // transaction that records this attempt's end, if that end matches `on` — kCompleted for
+  // a completed attempt; kExhausted when this failure ends the job failed or dead-lettered
+  // (a retry that leaves attempts, a snooze or a cancel enqueues nothing). A follow-up that
+  // breaks validate_follow_up fails the attempt (retryable) with the reason, and nothing
+  // of it is enqueued.
+  //   return awa::JobResult::completed(receipt)
+  //       .then(awa::FollowUpOn::kCompleted, awa::NewJob{"email_receipt", {{"order", id}}});
+  JobResult& then(FollowUpOn on, NewJob job) & {
+    follow_ups_.push_back(FollowUp{on, std::move(job)});
+    return *this;
+  }
+  JobResult&& then(FollowUpOn on, NewJob job) && {
+    follow_ups_.push_back(FollowUp{on, std::move(job)});
+    return std::move(*this);
+  }
+  const std::vector<FollowUp>& follow_ups() const noexcept { return follow_ups_; }
+
  private:
   explicit JobResult(Outcome o) : outcome_(o) {}
   Outcome outcome_;
   std::string message_;
   std::chrono::milliseconds delay_{-1};
   std::optional<std::string> result_json_;
+  std::vector<FollowUp> follow_ups_;
 };
 
 // What a handler sees of its job. Valid only during the handler call.

@@ -12,6 +12,8 @@
 //   unique: states from kJobStates, at least one; period 1 s .. 100 years.
 //   after + after_in_call: at most 1000 parents; after_in_call names earlier positions of
 //   the same call; a job with parents cannot also be unique.
+//   batch: empty, or a name as a queue's (1..200 chars from [A-Za-z0-9_.:-]); a batch
+//   member cannot also be unique.
 #pragma once
 
 #include <chrono>
@@ -113,6 +115,11 @@ struct InsertOpts {
   std::vector<std::size_t> after_in_call;
   // Default: kCancel.
   OnParentFailure on_parent_failure = OnParentFailure::kCancel;
+  // The open batch (Admin::open_batch; docs/workflows.md, "Batches") this job joins, in the
+  // same transaction as its insert: the insert is refused (awa::Error, SQLSTATE 23503) when
+  // no such batch exists and (55000) when it is sealed, and nothing of the call is written.
+  // Empty (default): none.
+  std::string batch;
 };
 
 // What one insert did: the job's id, or, for a unique job that met an equal one in its
@@ -144,6 +151,26 @@ struct NewJob {
 // Checks `job` against the limits above without touching the database (the insert calls
 // do the same for every job they are given). Throws InvalidArgument naming the field.
 void validate_job(const NewJob& job);
+
+// Follow-up jobs (docs/workflows.md, "Follow-up jobs"): when a follow-up is enqueued.
+// kCompleted: the attempt completed. kExhausted: the job ended failed or dead-lettered (its
+// last attempt failed, or its handler failed it for good); a retry that leaves attempts
+// enqueues nothing.
+enum class FollowUpOn { kCompleted, kExhausted };
+
+// "completed", "exhausted": the names SQL and the CLI use.
+const char* follow_up_on_name(FollowUpOn on);
+
+// A job to enqueue when an attempt ends as `on` says, written in the transaction that
+// records that end (so it exists if and only if the end does). The job may not have
+// parents, be unique or join a batch (validate_follow_up).
+struct FollowUp {
+  FollowUpOn on = FollowUpOn::kCompleted;
+  NewJob job;
+};
+
+// validate_job, and the follow-up rules above. Throws InvalidArgument.
+void validate_follow_up(const FollowUp& follow_up);
 
 // A claimed attempt, as claim_ready_runtime returns it. (claim_batch, lane_seq) names the
 // attempt in the engine: the claim call's receipt row and the ready row's place in its
@@ -214,6 +241,9 @@ struct Completion {
   std::chrono::milliseconds delay{-1};  // kRetry / kSnooze; negative: default backoff
   // kCompleted: the job's result, JSON text of at most kMaxArgsBytes, kept with the job.
   std::optional<std::string> result_json;
+  // Jobs enqueued with this end when their trigger matches it (each passed
+  // validate_follow_up; QueueStorage::complete checks them again).
+  std::vector<FollowUp> follow_ups;
 
   static Completion of(const ClaimedEntry& entry, Outcome outcome, std::string error = {},
                        std::chrono::milliseconds delay = std::chrono::milliseconds(-1));

@@ -5,7 +5,7 @@
 --   p_kind, p_queue DEFAULT 'default', p_args DEFAULT '{}', p_state DEFAULT 'available',
 --   p_priority DEFAULT 2, p_max_attempts DEFAULT 25, p_run_at, p_metadata, p_tags,
 --   p_unique_key, p_unique_states, p_ordering_key
--- followed by awa-cpp's p_unique, p_after and p_on_parent_failure (below), with these
+-- followed by awa-cpp's p_unique, p_after, p_on_parent_failure and p_batch (below), with these
 -- differences:
 --   - p_state is text (AWA: its job_state enum): 'available' (a future p_run_at makes it
 --     'scheduled', as before) or 'scheduled' (deferred until p_run_at, or due now; the
@@ -24,6 +24,9 @@
 --     ('cancel' by default, 'run', 'fail'): enqueue_after (0067_dependencies.sql) does the
 --     work and its refusals (23503 for a parent that does not exist); the row returned has
 --     that function's state ('waiting' until the parents have ended). Not with p_unique.
+--   - p_batch (a batch name) makes the job a member of that open batch (add_batch_members,
+--     0069_batches.sql: 23503 when it does not exist, 55000 when it is sealed). Not with
+--     p_unique.
 --   - p_priority / p_max_attempts are integer (AWA: smallint; a smallint argument
 --     converts implicitly, and so does a plain integer literal).
 --   - an explicit NULL for kind, queue, args, state, priority or max_attempts is refused
@@ -51,7 +54,8 @@
 -- "-- optional(feature) {" ... "-- optional }": see 0040_claim_ready_runtime.sql.
 
 -- Earlier signatures: the one before AWA's order ((p_kind, p_args, p_queue, ...)
--- returning bigint), the one before p_unique and the one before p_after. Dropped, since their defaults would make
+-- returning bigint), the one before p_unique, the one before p_after and the one before
+-- p_batch. Dropped, since their defaults would make
 -- calls ambiguous with this one (and a changed OUT list needs a DROP anyway). This file is
 -- re-applied on every change, so each DROP must name the old argument types exactly.
 DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
@@ -60,6 +64,9 @@ DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
     text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea);
 DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
     text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea, jsonb);
+DROP FUNCTION IF EXISTS {schema}.insert_job_compat(
+    text, text, jsonb, text, integer, integer, timestamptz, jsonb, text[], bytea, bit(8), bytea, jsonb,
+    bigint[], text);
 
 CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_kind text,
@@ -77,6 +84,7 @@ CREATE OR REPLACE FUNCTION {schema}.insert_job_compat(
     p_unique jsonb DEFAULT NULL,
     p_after bigint[] DEFAULT NULL,
     p_on_parent_failure text DEFAULT NULL,
+    p_batch text DEFAULT NULL,
     OUT id bigint,
     OUT kind text,
     OUT queue text,
@@ -121,6 +129,9 @@ BEGIN
             USING ERRCODE = '22023';
     ELSIF p_after IS NULL AND p_on_parent_failure IS NOT NULL THEN
         RAISE EXCEPTION 'insert_job_compat: p_on_parent_failure applies only with p_after'
+            USING ERRCODE = '22023';
+    ELSIF p_batch IS NOT NULL AND p_unique IS NOT NULL THEN
+        RAISE EXCEPTION 'insert_job_compat: a batch member (p_batch) cannot also be unique'
             USING ERRCODE = '22023';
     END IF;
     -- optional(unique) {
@@ -172,6 +183,9 @@ BEGIN
                                          ELSE p_run_at END,
                                     p_metadata, p_tags, p_ordering_key) e;
         run_at := coalesce(p_run_at, v_now);
+        IF p_batch IS NOT NULL THEN
+            PERFORM {schema}.add_batch_members(p_batch, ARRAY[id]);
+        END IF;
         RETURN;
     END IF;
 
@@ -184,6 +198,9 @@ BEGIN
                 p_ordering_key, p_metadata, p_tags, 'scheduled');
         state := 'scheduled';
         run_at := v_run_at;
+        IF p_batch IS NOT NULL THEN
+            PERFORM {schema}.add_batch_members(p_batch, ARRAY[v_id]);
+        END IF;
         RETURN;
     END IF;
 
@@ -199,6 +216,9 @@ BEGIN
             p_ordering_key, p_metadata, p_tags);
     state := 'available';
     run_at := v_run_at;
+    IF p_batch IS NOT NULL THEN
+        PERFORM {schema}.add_batch_members(p_batch, ARRAY[v_id]);
+    END IF;
 END
 $$;
 
@@ -206,7 +226,8 @@ $$;
 --   {"kind": text, "args": json, "queue": text, "priority": int, "max_attempts": int,
 --    "run_at": timestamptz, "ordering_key": text (its UTF-8 bytes are the key),
 --    "metadata": json, "tags": [text],
---    "after": [job id], "after_index": [position], "on_parent_failure": text}
+--    "after": [job id], "after_index": [position], "on_parent_failure": text,
+--    "batch": text}
 -- (only "kind" is required). Returns the job ids in input order. The available rows are
 -- staged like insert_job_compat's and placed at commit, one reservation per lane. A job
 -- with "after" (ids of existing jobs) or "after_index" (0-based positions of earlier jobs
@@ -227,12 +248,12 @@ BEGIN
         ord bigint, job_id bigint, kind text, args jsonb, queue text, priority integer,
         max_attempts integer, run_at timestamptz, ordering_key bytea, metadata jsonb,
         tags text[], deferred boolean, after bigint[], after_index integer[],
-        on_parent_failure text, dependent boolean) ON COMMIT DROP;
+        on_parent_failure text, dependent boolean, batch text) ON COMMIT DROP;
     TRUNCATE awa_compat_batch;
 
     INSERT INTO awa_compat_batch (ord, job_id, kind, args, queue, priority, max_attempts, run_at,
                                   ordering_key, metadata, tags, after, after_index,
-                                  on_parent_failure)
+                                  on_parent_failure, batch)
     SELECT e.ord, nextval('{schema}.job_ids'), e.j->>'kind', coalesce(e.j->'args', '{}'::jsonb),
            coalesce(e.j->>'queue', 'default'), coalesce((e.j->>'priority')::integer, 2),
            coalesce((e.j->>'max_attempts')::integer, 25), (e.j->>'run_at')::timestamptz,
@@ -242,7 +263,7 @@ BEGIN
                 THEN ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(e.j->'after') x) END,
            CASE WHEN jsonb_typeof(e.j->'after_index') = 'array'
                 THEN ARRAY(SELECT x::integer FROM jsonb_array_elements_text(e.j->'after_index') x) END,
-           e.j->>'on_parent_failure'
+           e.j->>'on_parent_failure', e.j->>'batch'
     FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(j, ord);
 
     PERFORM {schema}.validate_job(b.kind, b.args, b.queue, b.priority, b.max_attempts, b.ordering_key),
@@ -288,6 +309,12 @@ BEGIN
                           v_dep.tags, v_dep.ordering_key) e)
         WHERE b.ord = v_dep.ord;
     END LOOP;
+
+    -- Batch members, one call per batch in name order (each takes its batch's row lock).
+    PERFORM {schema}.add_batch_members(x.batch, x.ids)
+    FROM (SELECT b.batch, array_agg(b.job_id ORDER BY b.ord) AS ids
+          FROM awa_compat_batch b WHERE b.batch IS NOT NULL
+          GROUP BY b.batch ORDER BY b.batch) x;
 
     RETURN QUERY
     SELECT b.ord, b.job_id FROM awa_compat_batch b ORDER BY b.ord;

@@ -29,35 +29,49 @@
 -- done row (state 'completed', the result) and a 'closed' closure — so it is counted
 -- once, from the done row, by every reader; one without stays a bare closure.
 --
--- Dependencies (0067_dependencies.sql): while any dependency edge is pending anywhere, the
--- attempts' ready rows are read for their job ids, and the jobs that ended here are
--- applied to their children (resolve_parent_ends) in this transaction. Otherwise a flush
--- of successes pays one probe of the empty pending-edge index.
+-- p_follow_ups: per attempt, the handler's follow-up jobs (a JSON array, see
+-- enqueue_follow_ups in 0069_batches.sql), enqueued in this transaction when the attempt's
+-- end matches their trigger.
+--
+-- Workflow hooks: while any dependency edge is pending anywhere (0067_dependencies.sql),
+-- any batch member has not ended (0069_batches.sql), or a queue of these attempts has a
+-- follow-up job, the attempts' ready rows are read for their job ids, and the jobs that
+-- ended here are applied in this transaction: the follow-ups, then their children and
+-- batches (resolve_parent_ends). Otherwise a flush of successes pays three probes of
+-- empty indexes.
 DROP FUNCTION IF EXISTS {schema}.close_attempts(bigint[], bigint[], text[], text[], double precision[]);
+DROP FUNCTION IF EXISTS {schema}.close_attempts(bigint[], bigint[], text[], text[], double precision[], jsonb[]);
 CREATE OR REPLACE FUNCTION {schema}.close_attempts(
     p_batches bigint[],
     p_lane_seqs bigint[],
     p_outcomes text[],
     p_errors text[] DEFAULT NULL,
     p_delays_s double precision[] DEFAULT NULL,
-    p_results jsonb[] DEFAULT NULL)
+    p_results jsonb[] DEFAULT NULL,
+    p_follow_ups jsonb[] DEFAULT NULL)
 RETURNS TABLE (ord bigint, state text)
 LANGUAGE plpgsql
 SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_n      integer := coalesce(cardinality(p_batches), 0);
-    v_deps   boolean;
+    v_hooks  boolean;
     v_ords   bigint[];
     v_states text[];
     v_jobs   bigint[];
+    v_queues text[];
+    v_kinds  text[];
+    v_errors text[];
+    v_specs  jsonb[];
+    v_chained boolean[];
 BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
     IF coalesce(cardinality(p_lane_seqs), 0) <> v_n OR coalesce(cardinality(p_outcomes), 0) <> v_n
        OR coalesce(cardinality(p_errors), v_n) <> v_n OR coalesce(cardinality(p_delays_s), v_n) <> v_n
-       OR coalesce(cardinality(p_results), v_n) <> v_n THEN
+       OR coalesce(cardinality(p_results), v_n) <> v_n
+       OR coalesce(cardinality(p_follow_ups), v_n) <> v_n THEN
         RAISE EXCEPTION 'close_attempts: the input arrays differ in length' USING ERRCODE = '22023';
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(p_outcomes) o
@@ -70,10 +84,18 @@ BEGIN
     FROM (SELECT DISTINCT {schema}.attempt_lock_key(b) AS key FROM unnest(p_batches) b ORDER BY 1) k;
 
     -- After the locks: an edge committed before a closer took its batch lock is seen
-    -- here, and one committed later is the maintenance leader's to re-check.
-    v_deps := EXISTS (SELECT 1 FROM {schema}.job_dependencies d WHERE d.resolved_at IS NULL);
+    -- here, and one committed later is the maintenance leader's to re-check. A batch
+    -- member is written with its job, so it is visible before the job can be claimed.
+    v_hooks := EXISTS (SELECT 1 FROM {schema}.job_dependencies d WHERE d.resolved_at IS NULL)
+               OR EXISTS (SELECT 1 FROM {schema}.batch_members m WHERE m.state IS NULL)
+               OR (EXISTS (SELECT 1 FROM {schema}.queue_follow_ups)
+                   AND EXISTS (SELECT 1 FROM {schema}.claim_batches b
+                               JOIN {schema}.queue_ids qi ON qi.queue_id = b.queue_id
+                               JOIN {schema}.queue_follow_ups f ON f.queue = qi.queue
+                               WHERE b.batch_id = ANY (p_batches)));
 
-    IF 'completed' = ALL (p_outcomes) AND p_results IS NULL AND NOT v_deps THEN
+    IF 'completed' = ALL (p_outcomes) AND p_results IS NULL AND p_follow_ups IS NULL
+       AND NOT v_hooks THEN
         -- The batcher's common case: nothing to read but the batches and their closures.
         RETURN QUERY
         WITH input AS MATERIALIZED (
@@ -117,8 +139,9 @@ BEGIN
         FROM unnest(p_batches, p_lane_seqs, p_outcomes,
                     coalesce(p_errors, array_fill(NULL::text, ARRAY[v_n])),
                     coalesce(p_delays_s, array_fill(NULL::double precision, ARRAY[v_n])),
-                    coalesce(p_results, array_fill(NULL::jsonb, ARRAY[v_n])))
-             WITH ORDINALITY AS t(batch_id, lane_seq, outcome, error, delay_s, result, ord)),
+                    coalesce(p_results, array_fill(NULL::jsonb, ARRAY[v_n])),
+                    coalesce(p_follow_ups, array_fill(NULL::jsonb, ARRAY[v_n])))
+             WITH ORDINALITY AS t(batch_id, lane_seq, outcome, error, delay_s, result, follow_ups, ord)),
     first AS MATERIALIZED (
         SELECT DISTINCT ON (i.batch_id, i.lane_seq) i.*
         FROM input i ORDER BY i.batch_id, i.lane_seq, i.ord),
@@ -165,11 +188,13 @@ BEGIN
             JOIN {schema}.ready_entries r
               ON r.ready_slot = s.slot AND r.queue_id = o.queue_id AND r.priority = o.priority
              AND r.enqueue_shard = o.enqueue_shard AND r.lane_seq = o.lane_seq
-            WHERE o.outcome <> 'completed' OR o.result IS NOT NULL OR v_deps
+            WHERE o.outcome <> 'completed' OR o.result IS NOT NULL OR o.follow_ups IS NOT NULL
+                  OR v_hooks
             LIMIT 1) AS r ON true
         LEFT JOIN {schema}.queue_meta q ON q.queue = o.queue
         -- an attempt whose ready row cannot be found is left open, never half-closed
-        WHERE (o.outcome = 'completed' AND o.result IS NULL) OR r.job_id IS NOT NULL),
+        WHERE (o.outcome = 'completed' AND o.result IS NULL AND o.follow_ups IS NULL)
+           OR r.job_id IS NOT NULL),
     closures AS (
         INSERT INTO {schema}.claim_closures (claim_slot, batch_id, outcome, lane_seqs, n_closed)
         SELECT d.claim_slot, d.batch_id,
@@ -218,12 +243,18 @@ BEGIN
         DELETE FROM {schema}.leases l
         USING decided d
         WHERE l.claim_batch = d.batch_id AND l.lane_seq = d.lane_seq)
-    SELECT array_agg(d.ord), array_agg(d.state), array_agg(d.job_id)
-    INTO v_ords, v_states, v_jobs
+    SELECT array_agg(d.ord), array_agg(d.state), array_agg(d.job_id), array_agg(d.queue),
+           array_agg(d.kind), array_agg(d.error), array_agg(d.follow_ups),
+           array_agg(coalesce(d.metadata ? 'awa.follow_up_of', false))
+    INTO v_ords, v_states, v_jobs, v_queues, v_kinds, v_errors, v_specs, v_chained
     FROM decided d;
 
     RETURN QUERY SELECT x.ord, x.state FROM unnest(v_ords, v_states) AS x(ord, state);
-    IF v_deps THEN
+    IF v_hooks OR p_follow_ups IS NOT NULL THEN
+        PERFORM {schema}.enqueue_follow_ups(v_jobs, v_states, v_queues, v_kinds, v_errors, v_specs,
+                                            v_chained);
+    END IF;
+    IF v_hooks THEN
         PERFORM {schema}.resolve_parent_ends(v_jobs, v_states);
     END IF;
 END

@@ -133,7 +133,8 @@ $$;
 -- Applies the ends of jobs (p_states[i] is p_ids[i]'s end: completed, failed, cancelled or
 -- dlq; other states are ignored) to their pending edges, and what follows: children
 -- released, children ended by their policy, and those children's ends to their own
--- children, until nothing more follows. Returns the number of children released or ended.
+-- children, until nothing more follows; then all those ends to the batches the jobs are
+-- members of (apply_batch_ends). Returns the number of children released or ended.
 CREATE OR REPLACE FUNCTION {schema}.resolve_parent_ends(p_ids bigint[], p_states text[])
 RETURNS integer
 LANGUAGE plpgsql
@@ -146,8 +147,12 @@ DECLARE
     v_end_as  text[];
     v_why     text[];
     v_n       integer := 0;
+    v_all_ids    bigint[] := '{}';
+    v_all_states text[] := '{}';
 BEGIN
     WHILE coalesce(cardinality(v_ids), 0) > 0 LOOP
+        v_all_ids := v_all_ids || v_ids;
+        v_all_states := v_all_states || v_states;
         -- The children first, locked in id order: two enders with common children never
         -- deadlock on their rows.
         PERFORM 1
@@ -205,6 +210,9 @@ BEGIN
         v_ids := v_end;
         v_states := v_end_as;
     END LOOP;
+    -- Every job end passes here, so the batches of all these jobs count them here too
+    -- (0069_batches.sql; a member's first end only), their rows locked after the children's.
+    PERFORM {schema}.apply_batch_ends(v_all_ids, v_all_states);
     RETURN v_n;
 END
 $$;

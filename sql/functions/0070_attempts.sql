@@ -328,8 +328,11 @@ BEGIN
     -- children while this cancel is in flight (verify_waiting_jobs), and the pending-edge
     -- probe below comes after it.
     PERFORM pg_advisory_xact_lock(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(p_job_id));
+    -- children waiting for it, or a batch it counts in (0069_batches.sql)
     v_deps := EXISTS (SELECT 1 FROM {schema}.job_dependencies d
-                      WHERE d.parent_id = p_job_id AND d.resolved_at IS NULL);
+                      WHERE d.parent_id = p_job_id AND d.resolved_at IS NULL)
+              OR EXISTS (SELECT 1 FROM {schema}.batch_members m
+                         WHERE m.job_id = p_job_id AND m.state IS NULL);
 
     DELETE FROM {schema}.deferred_jobs d WHERE d.job_id = p_job_id RETURNING * INTO v_def;
     IF FOUND THEN

@@ -16,7 +16,8 @@
 --   compat_rotor and the routing and validation functions they call. Unique jobs go
 --   through insert_job_compat, whose key claim (claim_unique_key) is SECURITY DEFINER as
 --   well: the producer holds no privilege on unique_keys. Jobs with parents go through
---   enqueue_after, SECURITY DEFINER likewise (0067_dependencies.sql). ready_entries grants
+--   enqueue_after, SECURITY DEFINER likewise (0067_dependencies.sql), and batch members
+--   through add_batch_members (0069_batches.sql), also SECURITY DEFINER. ready_entries grants
 --   SELECT on (lane_seq, job_id) only, for INSERT ... RETURNING: a producer can see which
 --   job ids exist but not one column of any job's data (kind, args, metadata ...).
 --   Before routing keyed jobs it takes the queues' reshard locks and has its shard counts
@@ -86,7 +87,8 @@ BEGIN
                             'validate_metadata', 'validate_job_extras', 'queue_shard_count', 'queue_id_of', 'shard_for_ordering_key',
                             'ordering_key_hash', 'unique_spec', 'unique_key', 'claim_unique_key',
                             'claim_unique_keys', 'set_unique_key_holders', 'check_job_state',
-                            'hold_shard_counts', 'check_shard_counts', 'enqueue_after')
+                            'hold_shard_counts', 'check_shard_counts', 'enqueue_after',
+                            'add_batch_members', 'check_batch_name')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO {producer}', f.sig);
     END LOOP;

@@ -44,6 +44,9 @@
 --    states through job_states and writes the dependency tables, and a parent that had
 --    already failed ends the job at once (its done row); the producer holds no privilege
 --    on any of those tables and learns only the new job's id and state.
+--    add_batch_members (0069_batches.sql), which makes a producer's new jobs members of an
+--    open batch, is SECURITY DEFINER likewise: it locks and reads the batch row and writes
+--    batch_members, which the producer has no privilege on.
 --    shard_fence_now (0022_shard_fences.sql), which a claim calls to lift a drained
 --    shard fence, is SECURITY DEFINER so that it may clear queue_meta.shard_fence: the
 --    worker reads queue_meta but may not write it.
@@ -60,7 +63,7 @@ BEGIN
     LOOP
         IF f.proname IN ('ensure_lane', 'reserve_lane_range', 'claim_unique_key',
                          'set_unique_key_holders', 'place_staged_jobs', 'shard_fence_now',
-                         'enqueue_after') THEN
+                         'enqueue_after', 'add_batch_members') THEN
             IF NOT f.prosecdef THEN
                 EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', f.sig);
             END IF;

@@ -29,7 +29,7 @@ namespace {
 constexpr const char* kStepNames[] = {
     "rescuing stale attempts",    "promoting due jobs",         "maintaining the queue ring",
     "maintaining the claim ring", "maintaining the lease ring", "purging the DLQ",
-    "expiring runtime instances", "re-checking waiting jobs",   "purging dependency edges",
+    "expiring runtime instances", "re-checking waiting jobs",   "purging workflow history",
 };
 
 }  // namespace

@@ -103,10 +103,34 @@ void Client::Impl::run_job(Job& job) {
     result = JobResult::failed("handler threw a non-std::exception", true);
   }
   if (result.outcome() == Outcome::kWaitForCallback) {
+    if (!result.follow_ups().empty()) {
+      spdlog::warn(
+          "job {}: waits for a callback; its {} follow-up job(s) were not enqueued (a "
+          "callback's end carries none)",
+          job.job_id(), result.follow_ups().size());
+    }
     park_for_callback(job, result.delay());
     return;
   }
+  // A follow-up that could not be enqueued would fail the whole flush it is sent with:
+  // checked here, it fails this attempt only.
+  std::string bad_follow_up;
+  for (const auto& f : result.follow_ups()) {
+    try {
+      validate_follow_up(f);
+    } catch (const InvalidArgument& e) {
+      bad_follow_up = e.what();
+      break;
+    }
+  }
+  if (!bad_follow_up.empty()) result = JobResult::failed(bad_follow_up, true);
   if (job.finalized() && result.outcome() == Outcome::kCompleted) {
+    if (!result.follow_ups().empty()) {
+      spdlog::warn(
+          "job {}: completed in the handler's own transaction (complete_in); its {} "
+          "follow-up job(s) were not enqueued: enqueue them in that transaction",
+          job.job_id(), result.follow_ups().size());
+    }
     // Completed by the handler's own transaction (JobContext::complete_in): a completion
     // sent now would only find the attempt closed.
     completed_.fetch_add(1, std::memory_order_relaxed);
@@ -115,6 +139,7 @@ void Client::Impl::run_job(Job& job) {
   }
   auto completion = Completion::of(job.entry(), result.outcome(), result.message(), result.delay());
   completion.result_json = result.result_json();
+  completion.follow_ups = result.follow_ups();
   batcher_->submit(std::move(completion));
 }
 

@@ -21,7 +21,7 @@
 
 namespace awa::schema {
 
-inline constexpr int kFunctionCatalogue = 7;
+inline constexpr int kFunctionCatalogue = 8;
 
 // The oldest catalogue whose binaries may run against this build's functions. 5: the
 // functions of catalogue 5 read and write the queue ids of migration 0018, whose tables

@@ -10,6 +10,7 @@
 #include "awa/metrics.hpp"
 #include "schema/sql_catalog.hpp"
 #include "storage/attempt_values.hpp"
+#include "storage/follow_ups.hpp"
 #include "storage/pg_array.hpp"
 #include "storage/stored_json.hpp"
 #include "storage/utf8.hpp"
@@ -100,6 +101,8 @@ Consumer::Consumer(const std::string& quoted_schema, metrics::EngineMetrics& met
       complete_sql_(sql::render(sql::file("queries/consume/complete.sql"), quoted_schema)),
       complete_results_sql_(
           sql::render(sql::file("queries/consume/complete_results.sql"), quoted_schema)),
+      complete_follow_ups_sql_(
+          sql::render(sql::file("queries/consume/complete_follow_ups.sql"), quoted_schema)),
       finalize_sql_(sql::render(sql::file("queries/consume/finalize.sql"), quoted_schema)),
       promote_sql_(sql::render(sql::file("queries/consume/promote.sql"), quoted_schema)),
       release_sql_(sql::render(sql::file("queries/consume/release.sql"), quoted_schema)),
@@ -207,11 +210,14 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
   results.reserve(completions.size());
   if (completions.empty()) return results;
   const auto started = std::chrono::steady_clock::now();
-  ArrayLiteral batch, lane_seq, outcome, error, delay, result;
-  // The results array is built only for a batch that has one (plain batches pay nothing).
+  ArrayLiteral batch, lane_seq, outcome, error, delay, result, follow_ups;
+  // The results and follow-ups arrays are built only for a batch that has one (plain
+  // batches pay nothing).
   const bool any_result =
       std::any_of(completions.begin(), completions.end(),
                   [](const Completion& c) { return c.result_json.has_value(); });
+  const bool any_follow_up = std::any_of(completions.begin(), completions.end(),
+                                         [](const Completion& c) { return !c.follow_ups.empty(); });
   for (const auto& c : completions) {
     if (c.outcome == Outcome::kWaitForCallback)
       throw InvalidArgument(fmt::format(
@@ -226,6 +232,13 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
       result.add(*c.result_json);
     } else if (any_result) {
       result.add_null();
+    }
+    if (!c.follow_ups.empty()) {
+      // Checked here too: one bad follow-up would fail every completion of the flush.
+      for (const auto& f : c.follow_ups) validate_follow_up(f);
+      follow_ups.add(follow_ups_json(c.follow_ups));
+    } else if (any_follow_up) {
+      follow_ups.add_null();
     }
     batch.add(c.claim_batch);
     lane_seq.add(c.lane_seq);
@@ -251,8 +264,20 @@ std::vector<CompletionResult> Consumer::complete(pg::Connection& conn,
   auto params = pg::make_params(std::move(batch).finish(), std::move(lane_seq).finish(),
                                 std::move(outcome).finish(), std::move(error).finish(),
                                 std::move(delay).finish());
-  if (any_result) params.add(std::move(result).finish());
-  const auto res = conn.exec_cached(any_result ? complete_results_sql_ : complete_sql_, params);
+  const std::string* sql = &complete_sql_;
+  if (any_follow_up) {
+    if (any_result) {
+      params.add(std::move(result).finish());
+    } else {
+      params.null();
+    }
+    params.add(std::move(follow_ups).finish());
+    sql = &complete_follow_ups_sql_;
+  } else if (any_result) {
+    params.add(std::move(result).finish());
+    sql = &complete_results_sql_;
+  }
+  const auto res = conn.exec_cached(*sql, params);
   // close_attempts answers (input position, state) for the attempts it closed; the
   // others (already closed, or a repeat within this call) are stale.
   for (const auto& c : completions) results.push_back({c.job_id, c.run_lease, std::nullopt});

@@ -52,6 +52,7 @@ class Consumer {
   std::string claim_sql_;
   std::string complete_sql_;
   std::string complete_results_sql_;
+  std::string complete_follow_ups_sql_;
   std::string finalize_sql_;
   std::string promote_sql_;
   std::string release_sql_;

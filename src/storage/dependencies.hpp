@@ -17,7 +17,8 @@ namespace awa::storage {
 // jobs checked (0: none was new).
 int verify_waiting_jobs(pg::Connection& conn, const std::string& quoted_schema, int limit);
 
-// Deletes dependency edges applied longer than `keep` ago whose child no longer waits.
+// Deletes dependency edges applied longer than `keep` ago whose child no longer waits, and
+// batches finished longer than `keep` ago with their members. Returns the rows deleted.
 int purge_dependencies(pg::Connection& conn, const std::string& quoted_schema,
                        std::chrono::seconds keep);
 

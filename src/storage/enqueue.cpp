@@ -37,6 +37,7 @@
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
 #include "storage/enqueue_after.hpp"
+#include "storage/enqueue_batch.hpp"
 #include "storage/enqueue_impl.hpp"
 #include "storage/enqueue_unique.hpp"
 #include "storage/pg_array.hpp"
@@ -402,6 +403,12 @@ std::vector<JobId> QueueStorage::Impl::insert_planned(pg::Connection& conn, cons
 std::vector<InsertResult> QueueStorage::Impl::insert_results(pg::Connection& conn,
                                                              std::span<const NewJob> jobs,
                                                              bool copy) {
+  if (storage::any_batch(jobs)) {
+    return storage::insert_with_batches(conn, jobs, add_batch_members,
+                                        [&](std::span<const NewJob> rest) {
+                                          return insert_results(conn, rest, copy);
+                                        });
+  }
   if (storage::any_parents(jobs)) {
     return storage::insert_with_parents(conn, jobs, after, [&](std::span<const NewJob> rest) {
       return insert_results(conn, rest, copy);
@@ -419,7 +426,7 @@ std::vector<InsertResult> QueueStorage::Impl::insert_results(pg::Connection& con
 
 std::vector<JobId> QueueStorage::Impl::insert_ids(pg::Connection& conn,
                                                   std::span<const NewJob> jobs, bool copy) {
-  if (!storage::any_unique(jobs) && !storage::any_parents(jobs))
+  if (!storage::any_unique(jobs) && !storage::any_parents(jobs) && !storage::any_batch(jobs))
     return copy ? insert_many_copy(conn, jobs) : insert_many(conn, jobs);
   std::vector<JobId> ids;
   ids.reserve(jobs.size());

@@ -178,9 +178,9 @@ struct QueueStorage::Impl {
   std::vector<JobId> insert_planned_copy(pg::Connection& conn, const Plan& p,
                                          std::span<const NewJob> jobs);
 
-  // Every entry point: calls with jobs that have parents (storage/enqueue_after.hpp) or
-  // unique jobs (storage/enqueue_unique.hpp) split off; the others go straight to the bulk
-  // path, unchanged.
+  // Every entry point: calls with batch members (storage/enqueue_batch.hpp), jobs that have
+  // parents (storage/enqueue_after.hpp) or unique jobs (storage/enqueue_unique.hpp) split
+  // off; the others go straight to the bulk path, unchanged.
   std::vector<InsertResult> insert_results(pg::Connection& conn, std::span<const NewJob> jobs,
                                            bool copy);
 
@@ -205,7 +205,7 @@ struct QueueStorage::Impl {
   // visible. A failure there loses only a wake-up (workers also poll); reporting it as a
   // failed enqueue would invite a duplicate, so it is logged.
   std::string insert_lane, reserve_lane, copy_ready, insert_deferred, notify, shard_counts, stage,
-      check_shards;
+      check_shards, add_batch_members;
 
   std::atomic<std::uint16_t> rotor{0};
   storage::BusyLanes busy;  // the lanes of the calls in flight; the rotor steps past them

@@ -34,6 +34,7 @@ QueueStorage::Impl::Impl(StorageOptions o)
   shard_counts = sql::query("queries/enqueue/shard_counts.sql", quoted);
   stage = sql::query("queries/enqueue/stage.sql", quoted);
   check_shards = sql::query("queries/enqueue/check_shard_counts.sql", quoted);
+  add_batch_members = sql::query("queries/enqueue/add_batch_members.sql", quoted);
 }
 
 QueueStorage::QueueStorage(StorageOptions options)

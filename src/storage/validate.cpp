@@ -171,6 +171,14 @@ void validate_job(const NewJob& job, std::size_t index) {
   if (parents > 0 && job.opts.unique) {
     fail("a job enqueued after parents cannot also be unique");
   }
+  if (!job.opts.batch.empty()) {
+    if (job.opts.batch.size() > kMaxNameBytes ||
+        !std::all_of(job.opts.batch.begin(), job.opts.batch.end(), queue_char)) {
+      fail(fmt::format("invalid batch name \"{}\": use 1..{} characters from A-Z a-z 0-9 _ . : -",
+                       printable(job.opts.batch), kMaxNameBytes));
+    }
+    if (job.opts.unique) fail("a batch member cannot also be unique");
+  }
   for (const auto position : job.opts.after_in_call) {
     if (position >= index) {
       fail(fmt::format("after_in_call names position {}, which is not an earlier job of the call",
@@ -203,6 +211,30 @@ const char* on_parent_failure_name(OnParentFailure policy) {
       break;
   }
   return "cancel";
+}
+
+const char* follow_up_on_name(FollowUpOn on) {
+  return on == FollowUpOn::kExhausted ? "exhausted" : "completed";
+}
+
+void validate_follow_up(const FollowUp& follow_up) {
+  const auto& job = follow_up.job;
+  try {
+    storage::validate_job(job, 0);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("follow-up: {}", e.what()));
+  }
+  const auto fail = [&](std::string_view why) {
+    throw InvalidArgument(
+        fmt::format("follow-up job \"{}\" {}", storage::printable(job.kind), why));
+  };
+  if (!job.opts.after.empty() || !job.opts.after_in_call.empty()) fail("cannot have parents");
+  if (job.opts.unique) fail("cannot be unique");
+  if (!job.opts.batch.empty()) fail("cannot join a batch");
+  // SQL takes a follow-up's key as text (insert_jobs_compat).
+  if (job.opts.ordering_key && !storage::text_problem(*job.opts.ordering_key).empty()) {
+    fail("needs an ordering_key of UTF-8 text without NUL");
+  }
 }
 
 }  // namespace awa

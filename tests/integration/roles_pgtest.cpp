@@ -18,6 +18,7 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "awa/periodic.hpp"
+#include "awa/workflows.hpp"
 #include "cli_runner.hpp"
 #include "pg/native.hpp"
 #include "storage/periodic.hpp"
@@ -249,6 +250,18 @@ TEST_F(RolesTest, ProducerEnqueuesThroughEveryProducerPath) {
       count(fmt::format("SELECT count(*) FROM job_dependencies WHERE child_id = {}", waiting)), 1);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM waiting_jobs"), kDenied);
   EXPECT_EQ(denied_sql("producer", "SELECT * FROM job_dependencies"), kDenied);
+  // Batch members: add_batch_members (SECURITY DEFINER) locks the batch row and writes
+  // batch_members, which the producer cannot touch itself.
+  WorkflowAdmin(schema_).open_batch(as("admin"), "pb");
+  auto member = on_queue("pb");
+  member.batch = "pb";
+  store.insert_many(as("producer"),
+                    std::vector<NewJob>{NewJob("k", {}, member), NewJob("k", {}, member)});
+  EXPECT_EQ(sql.query("SELECT id FROM insert_job_compat('k', 'pb', p_batch => 'pb')").rows(), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM batch_members"), 3);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM batch_members"), kDenied);
+  EXPECT_EQ(denied_sql("producer", "SELECT * FROM batches"), kDenied);
+  EXPECT_EQ(sqlstate_of([&] { WorkflowAdmin(schema_).seal_batch(as("producer"), "pb"); }), kDenied);
 }
 
 TEST_F(RolesTest, ProducerCannotReadJobsClaimCompleteOrChangeAnything) {

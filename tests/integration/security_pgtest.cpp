@@ -32,10 +32,11 @@ TEST_F(FunctionSettingsTest, EveryFunctionButInlinedSqlOnesHasAFixedSearchPath) 
                            rows.get<std::string>(r, 2) != "v" && !rows.get<bool>(r, 3) &&
                            config.empty();
     EXPECT_TRUE(pinned || inlinable) << name << ": " << config;
-    EXPECT_EQ(rows.get<bool>(r, 3),
-              name == "ensure_lane" || name == "reserve_lane_range" || name == "claim_unique_key" ||
-                  name == "set_unique_key_holders" || name == "place_staged_jobs" ||
-                  name == "shard_fence_now" || name == "enqueue_after")
+    EXPECT_EQ(rows.get<bool>(r, 3), name == "ensure_lane" || name == "reserve_lane_range" ||
+                                        name == "claim_unique_key" ||
+                                        name == "set_unique_key_holders" ||
+                                        name == "place_staged_jobs" || name == "shard_fence_now" ||
+                                        name == "enqueue_after" || name == "add_batch_members")
         << name;
   }
   // Settings the function files declare survive.

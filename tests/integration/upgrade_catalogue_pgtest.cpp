@@ -137,7 +137,7 @@ TEST_F(UpgradeCatalogueTest, DropsAStaleOverloadLeftByAnOlderSignature) {
   EXPECT_EQ(count("SELECT count(*) FROM " + q + ".close_attempts('{}', '{}', '{}')"), 0);
   // The surviving one is the current signature, with the attributes of function_settings.
   EXPECT_EQ(count("SELECT count(*) FROM pg_proc WHERE oid = '" + q +
-                  ".close_attempts'::regproc AND pronargs = 6 AND 'search_path=pg_catalog, "
+                  ".close_attempts'::regproc AND pronargs = 7 AND 'search_path=pg_catalog, "
                   "pg_temp' = ANY (proconfig)"),
             1);
 }
