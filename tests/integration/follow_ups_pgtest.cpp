@@ -95,6 +95,36 @@ TEST_F(FollowUpTest, AHandlersFollowUpsAreEnqueuedWithTheEndTheyMatchOnly) {
   EXPECT_THAT(kinds("fu"), ::testing::ElementsAre("on_dead"));
 }
 
+TEST_F(FollowUpTest, AFollowUpKeepsItsOptions) {
+  add("fq");
+  const auto e = claim("fq").at(0);
+  InsertOpts o = on_queue("fu");
+  o.priority = 3;
+  o.max_attempts = 7;
+  o.metadata = {{"trace", "t-1"}};
+  o.tags = {"a", "b"};
+  o.ordering_key = "customer-9";
+  NewJob now("now", json::parse(R"({"big": 12345678901234567890, "s": "\u00e9"})"), o);
+  o.run_at = std::chrono::system_clock::now() + std::chrono::hours(2);
+  NewJob later("later", {}, o);
+  EXPECT_EQ(end(e, Outcome::kCompleted,
+                {FollowUp{FollowUpOn::kCompleted, now}, FollowUp{FollowUpOn::kCompleted, later}})
+                .state,
+            "completed");
+  const auto got = claim("fu");
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].kind, "now");
+  EXPECT_EQ(got[0].priority, 3);
+  EXPECT_EQ(got[0].max_attempts, 7);
+  EXPECT_EQ(got[0].metadata, (json{{"trace", "t-1"}}));
+  EXPECT_EQ(got[0].tags, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(got[0].ordering_key, "customer-9");
+  EXPECT_EQ(json::parse(got[0].args_json), json::parse(now.args_json));
+  EXPECT_EQ(count("SELECT count(*) FROM deferred_jobs WHERE kind = 'later' AND run_at > now() + "
+                  "interval '1 hour'"),
+            1);
+}
+
 TEST_F(FollowUpTest, AFollowUpThatBreaksTheRulesIsRefusedBeforeAnythingIsWritten) {
   add("fq");
   const auto e = claim("fq").at(0);
