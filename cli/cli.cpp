@@ -89,6 +89,7 @@ int run(int argc, char** argv) {
   add_serve(app, ctx);
   add_cron(app, ctx);
   add_callback(app, ctx);
+  add_batch(app, ctx);
 
   try {
     app.parse(argc, argv);

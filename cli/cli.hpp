@@ -85,5 +85,6 @@ void add_health(CLI::App& app, Context& ctx);
 void add_serve(CLI::App& app, Context& ctx);
 void add_cron(CLI::App& app, Context& ctx);
 void add_callback(CLI::App& app, Context& ctx);
+void add_batch(CLI::App& app, Context& ctx);
 
 }  // namespace awa::cli

@@ -32,6 +32,7 @@ struct EnqueueArgs {
   std::optional<long long> unique_period;
   std::vector<JobId> after;
   std::string on_parent_failure = "cancel";
+  std::string batch;
   bool quiet = false;
 };
 
@@ -99,6 +100,7 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   opts.on_parent_failure = a.on_parent_failure == "run"    ? OnParentFailure::kRun
                            : a.on_parent_failure == "fail" ? OnParentFailure::kFail
                                                            : OnParentFailure::kCancel;
+  opts.batch = a.batch;
   const NewJob job =
       NewJob::from_text(a.kind, a.args_file ? read_args_file(*a.args_file) : a.args, opts);
   // Everything that can be checked without the database is checked before connecting
@@ -180,6 +182,9 @@ void add_enqueue(CLI::App& app, Context& ctx) {
                   "does: cancel this job, run it anyway, or fail it")
       ->check(CLI::IsMember({"cancel", "run", "fail"}))
       ->capture_default_str();
+  cmd->add_option("--batch", a->batch,
+                  "the open batch the jobs join (awa batch open), in their insert's "
+                  "transaction; refused when it does not exist or is sealed");
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return enqueue(ctx, *a); }; });
 }
 

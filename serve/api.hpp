@@ -101,6 +101,7 @@ void add_dlq_routes(Router& r);
 void add_system_routes(Router& r);
 void add_rate_routes(Router& r);
 void add_callback_routes(Router& r);
+void add_batch_routes(Router& r);
 
 // The "minutes" parameter of the rate endpoints: 1..kMaxRateWindowMinutes, else 400.
 std::chrono::minutes rate_window(const Params& p, int default_minutes);

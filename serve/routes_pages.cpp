@@ -27,9 +27,10 @@ const UiAsset* find_asset(std::string_view name) {
 }
 
 // Every path a page is shown at; the shell's script picks the page from the path, so a
-// URL with its filters can be shared. Ids and queue names are checked by the API.
-constexpr const char* kPagePaths[] = {"/",    "/queues/[^/]+", "/jobs", "/jobs/[^/]+",
-                                      "/dlq", "/storage",      "/login"};
+// URL with its filters can be shared. Ids, queue and batch names are checked by the API.
+constexpr const char* kPagePaths[] = {"/",           "/queues/[^/]+", "/jobs",
+                                      "/jobs/[^/]+", "/batches",      "/batches/[^/]+",
+                                      "/dlq",        "/storage",      "/login"};
 
 }  // namespace
 

@@ -460,6 +460,7 @@ void Server::start() {
   detail::add_system_routes(*impl_);
   detail::add_rate_routes(*impl_);
   detail::add_callback_routes(*impl_);
+  detail::add_batch_routes(*impl_);
 
   int port = impl_->options.port;
   if (port == 0) {

@@ -245,7 +245,9 @@ window.awa = window.awa || {};
     let m;
     if ((m = path.match(/^\/queues\/([^/]+)$/))) [name, arg] = ['queue', decodeURIComponent(m[1])];
     else if ((m = path.match(/^\/jobs\/([^/]+)$/))) [name, arg] = ['job', decodeURIComponent(m[1])];
+    else if ((m = path.match(/^\/batches\/([^/]+)$/))) [name, arg] = ['batch', decodeURIComponent(m[1])];
     else if (path === '/jobs') name = 'jobs';
+    else if (path === '/batches') name = 'batches';
     else if (path === '/dlq') name = 'dlq';
     else if (path === '/storage') name = 'storage';
     else if (path === '/login') name = 'login';
@@ -254,7 +256,8 @@ window.awa = window.awa || {};
     const main = document.getElementById('page');
     main.dataset.page = name;
     for (const a of document.querySelectorAll('header nav a')) {
-      a.classList.toggle('current', a.id === 'nav-' + (name === 'job' ? 'jobs' : name) ||
+      const section = name === 'job' ? 'jobs' : name === 'batch' ? 'batches' : name;
+      a.classList.toggle('current', a.id === 'nav-' + section ||
         (name === 'queue' && a.id === 'nav-overview'));
     }
     if (name !== 'login') {

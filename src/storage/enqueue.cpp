@@ -404,10 +404,9 @@ std::vector<InsertResult> QueueStorage::Impl::insert_results(pg::Connection& con
                                                              std::span<const NewJob> jobs,
                                                              bool copy) {
   if (storage::any_batch(jobs)) {
-    return storage::insert_with_batches(conn, jobs, add_batch_members,
-                                        [&](std::span<const NewJob> rest) {
-                                          return insert_results(conn, rest, copy);
-                                        });
+    return storage::insert_with_batches(
+        conn, jobs, add_batch_members,
+        [&](std::span<const NewJob> rest) { return insert_results(conn, rest, copy); });
   }
   if (storage::any_parents(jobs)) {
     return storage::insert_with_parents(conn, jobs, after, [&](std::span<const NewJob> rest) {

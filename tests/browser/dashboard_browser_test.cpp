@@ -122,7 +122,7 @@ TEST_F(DashboardTest, OverviewShowsEveryQueueAsTheDatabaseCountsIt) {
   const auto health = admin().health(ac());
   EXPECT_EQ(rows("#workers tbody tr[data-instance]").size(), health.workers.size());
   EXPECT_EQ(text_of("#leader"), health.leader_present ? "present" : "absent");
-  for (const char* nav : {"#nav-overview", "#nav-jobs", "#nav-dlq", "#nav-storage"})
+  for (const char* nav : {"#nav-overview", "#nav-jobs", "#nav-batches", "#nav-dlq", "#nav-storage"})
     EXPECT_TRUE(exists(std::string("a") + nav)) << nav;
   finish_page("overview");
 }
