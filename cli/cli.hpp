@@ -86,5 +86,7 @@ void add_serve(CLI::App& app, Context& ctx);
 void add_cron(CLI::App& app, Context& ctx);
 void add_callback(CLI::App& app, Context& ctx);
 void add_batch(CLI::App& app, Context& ctx);
+// The follow-up subcommands of `awa queue` (cmd_queue_follow_ups.cpp).
+void add_queue_follow_ups(CLI::App& queue_cmd, Context& ctx);
 
 }  // namespace awa::cli

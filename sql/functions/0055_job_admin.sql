@@ -54,8 +54,8 @@ BEGIN
 END
 $$;
 
--- The jobs matching every filter given (NULL: any), one row each, by id, at most p_limit
--- (NULL: all). For a ready-row state, (ready_slot, queue, priority, enqueue_shard,
+-- The jobs matching every filter given (NULL: any; p_job_ids: one of these ids), one row
+-- each, by id, at most p_limit (NULL: all). For a ready-row state, (ready_slot, queue, priority, enqueue_shard,
 -- lane_seq) is the row that places it and claim_batch its open attempt's batch;
 -- enqueue_shard is NULL for a job without a lane (deferred, dead letter, cancelled while
 -- scheduled: its retained row sits at lane_seq = -job_id). attempt: attempts started so
@@ -64,9 +64,11 @@ $$;
 -- Cost: every retained ready row that passes the filters, with a primary-key probe of its
 -- done row and tombstone, plus the open attempts (O(open batches)); p_job_id and p_after
 -- use the BRIN job_id indexes. Custom plans, so a NULL filter costs nothing.
+DROP FUNCTION IF EXISTS {schema}.job_states(bigint, text, text, text, bigint, integer);
 CREATE OR REPLACE FUNCTION {schema}.job_states(
     p_job_id bigint DEFAULT NULL, p_queue text DEFAULT NULL, p_state text DEFAULT NULL,
-    p_kind text DEFAULT NULL, p_after bigint DEFAULT NULL, p_limit integer DEFAULT NULL)
+    p_kind text DEFAULT NULL, p_after bigint DEFAULT NULL, p_limit integer DEFAULT NULL,
+    p_job_ids bigint[] DEFAULT NULL)
 RETURNS TABLE (job_id bigint, state text, queue text, kind text, priority smallint,
                attempt smallint, max_attempts smallint, enqueue_shard smallint,
                ready_slot smallint, lane_seq bigint, run_lease bigint, created_at timestamptz,
@@ -99,6 +101,7 @@ BEGIN
           ON d.ready_slot = r.ready_slot AND d.queue_id = r.queue_id AND d.priority = r.priority
          AND d.enqueue_shard = r.enqueue_shard AND d.lane_seq = r.lane_seq
         WHERE (p_job_id IS NULL OR r.job_id = p_job_id)
+          AND (p_job_ids IS NULL OR r.job_id = ANY (p_job_ids))
           AND (p_after IS NULL OR r.job_id > p_after)
           AND (p_queue IS NULL OR qi.queue = p_queue)
           AND (p_kind IS NULL OR r.kind = p_kind)
@@ -110,6 +113,7 @@ BEGIN
         FROM {schema}.open_attempts() o
         LEFT JOIN {schema}.leases l ON l.claim_batch = o.batch_id AND l.lane_seq = o.lane_seq
         WHERE (p_job_id IS NULL OR o.job_id = p_job_id)
+          AND (p_job_ids IS NULL OR o.job_id = ANY (p_job_ids))
           AND (p_state IS NULL OR p_state IN ('running', 'waiting_external', 'completed'))),
     located AS (
         SELECT w.job_id, 'waiting' AS state, w.queue, w.kind, w.priority, 0::smallint AS attempt,
@@ -118,6 +122,7 @@ BEGIN
                NULL::bigint AS claim_batch, 1 AS rank
         FROM {schema}.waiting_jobs w
         WHERE (p_job_id IS NULL OR w.job_id = p_job_id)
+          AND (p_job_ids IS NULL OR w.job_id = ANY (p_job_ids))
           AND (p_after IS NULL OR w.job_id > p_after)
           AND (p_queue IS NULL OR w.queue = p_queue)
           AND (p_kind IS NULL OR w.kind = p_kind)
@@ -130,6 +135,7 @@ BEGIN
                d.run_at, NULL::bigint AS claim_batch, 1 AS rank
         FROM {schema}.deferred_jobs d
         WHERE (p_job_id IS NULL OR d.job_id = p_job_id)
+          AND (p_job_ids IS NULL OR d.job_id = ANY (p_job_ids))
           AND (p_after IS NULL OR d.job_id > p_after)
           AND (p_queue IS NULL OR d.queue = p_queue)
           AND (p_kind IS NULL OR d.kind = p_kind)
@@ -169,6 +175,7 @@ BEGIN
                NULL::bigint, 4
         FROM {schema}.dlq_entries x
         WHERE (p_job_id IS NULL OR x.job_id = p_job_id)
+          AND (p_job_ids IS NULL OR x.job_id = ANY (p_job_ids))
           AND (p_after IS NULL OR x.job_id > p_after)
           AND (p_queue IS NULL OR x.queue = p_queue)
           AND (p_kind IS NULL OR x.kind = p_kind)
@@ -183,6 +190,7 @@ BEGIN
         JOIN {schema}.queue_ids qi ON qi.queue_id = d.queue_id
         WHERE d.state IN ('completed', 'failed', 'cancelled')
           AND (p_job_id IS NULL OR d.job_id = p_job_id)
+            AND (p_job_ids IS NULL OR d.job_id = ANY (p_job_ids))
           AND (p_after IS NULL OR d.job_id > p_after)
           AND (p_queue IS NULL OR qi.queue = p_queue)
           AND p_kind IS NULL

@@ -54,6 +54,21 @@ BEGIN
 END
 $$;
 
+-- job_live_state for many jobs in one pass (the maintenance leader's re-check): one
+-- job_states() scan for all of them, where a call per job would enumerate every open
+-- attempt each time. A job with no trace has no row.
+CREATE OR REPLACE FUNCTION {schema}.job_live_states(p_ids bigint[])
+RETURNS TABLE (job_id bigint, state text, claim_batch bigint)
+LANGUAGE sql STABLE
+SET jit = off AS $$
+    SELECT s.job_id, 'available'::text, NULL::bigint
+    FROM {schema}.enqueue_staging s WHERE s.job_id = ANY (p_ids)
+    UNION ALL
+    SELECT j.job_id, j.state, j.claim_batch
+    FROM {schema}.job_states(p_job_ids => p_ids) j
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.enqueue_staging s WHERE s.job_id = j.job_id)
+$$;
+
 -- Releases waiting jobs whose parents are all done: due ones are staged (placed in their
 -- lanes, and their queues notified, when this transaction commits), the others deferred
 -- until their run_at. The caller holds their waiting_jobs rows locked.
@@ -325,6 +340,9 @@ LANGUAGE plpgsql
 SET jit = off AS $$
 DECLARE
     v_children bigint[];
+    v_parents  bigint[];
+    v_free     bigint[] := '{}';
+    v_running  bigint[] := '{}';
     v_parent   bigint;
     v_live     record;
     v_ended    bigint[] := '{}';
@@ -338,40 +356,43 @@ BEGIN
     IF v_children IS NULL THEN
         RETURN 0;
     END IF;
-    FOR v_parent IN
-        SELECT DISTINCT d.parent_id
-        FROM {schema}.job_dependencies d
-        WHERE d.child_id = ANY (v_children) AND d.resolved_at IS NULL
-        ORDER BY 1
-    LOOP
-        IF NOT pg_try_advisory_lock_shared(hashtext('{schema}:job-end'),
-                                           {schema}.job_end_lock_key(v_parent)) THEN
+    SELECT array_agg(DISTINCT d.parent_id ORDER BY d.parent_id) INTO v_parents
+    FROM {schema}.job_dependencies d
+    WHERE d.child_id = ANY (v_children) AND d.resolved_at IS NULL;
+    -- Each parent's end lock, tried and released: a held one means an ender is in flight.
+    FOREACH v_parent IN ARRAY coalesce(v_parents, '{}') LOOP
+        IF pg_try_advisory_lock_shared(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(v_parent)) THEN
+            PERFORM pg_advisory_unlock_shared(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(v_parent));
+            v_free := v_free || v_parent;
+        ELSE
             v_busy := v_busy || v_parent;
-            CONTINUE;
-        END IF;
-        PERFORM pg_advisory_unlock_shared(hashtext('{schema}:job-end'), {schema}.job_end_lock_key(v_parent));
-        SELECT * INTO v_live FROM {schema}.job_live_state(v_parent);
-        IF v_live.claim_batch IS NOT NULL THEN
-            IF NOT pg_try_advisory_lock_shared(hashtext('{schema}:attempts'),
-                                               {schema}.attempt_lock_key(v_live.claim_batch)) THEN
-                v_busy := v_busy || v_parent;
-                CONTINUE;
-            END IF;
-            PERFORM pg_advisory_unlock_shared(hashtext('{schema}:attempts'),
-                                              {schema}.attempt_lock_key(v_live.claim_batch));
-            -- a new statement: its snapshot shows what the closer committed
-            SELECT * INTO v_live FROM {schema}.job_live_state(v_parent);
-        END IF;
-        -- No trace at all: an ended job whose history was pruned. Failures keep their rows
-        -- for the failed-job retention, so such a job completed.
-        IF v_live.state IS NULL THEN
-            v_live.state := 'completed';
-        END IF;
-        IF v_live.state IN ('completed', 'failed', 'cancelled', 'dlq') THEN
-            v_ended := v_ended || v_parent;
-            v_states := v_states || v_live.state;
         END IF;
     END LOOP;
+    -- Their states in one pass (a new statement, after the locks were seen free); a running
+    -- parent's batch lock is tried the same way, and its state read again afterwards.
+    FOR v_live IN SELECT * FROM {schema}.job_live_states(v_free) LOOP
+        IF v_live.claim_batch IS NOT NULL THEN
+            IF pg_try_advisory_lock_shared(hashtext('{schema}:attempts'),
+                                           {schema}.attempt_lock_key(v_live.claim_batch)) THEN
+                PERFORM pg_advisory_unlock_shared(hashtext('{schema}:attempts'),
+                                                  {schema}.attempt_lock_key(v_live.claim_batch));
+                v_running := v_running || v_live.job_id;
+            ELSE
+                v_busy := v_busy || v_live.job_id;
+            END IF;
+        END IF;
+    END LOOP;
+    -- a new statement: its snapshot shows what the closers of the running ones committed
+    SELECT array_agg(p.id ORDER BY p.id), array_agg(p.state ORDER BY p.id)
+    INTO v_ended, v_states
+    FROM (SELECT f.id,
+                 -- No trace at all: an ended job whose history was pruned. Failures keep
+                 -- their rows for the failed-job retention, so such a job completed.
+                 coalesce(l.state, 'completed') AS state
+          FROM unnest(v_free) AS f(id)
+          LEFT JOIN {schema}.job_live_states(v_free) l ON l.job_id = f.id
+          WHERE f.id <> ALL (v_busy)) p
+    WHERE p.state IN ('completed', 'failed', 'cancelled', 'dlq');
     PERFORM {schema}.resolve_parent_ends(v_ended, v_states);
     SELECT count(DISTINCT d.child_id) INTO v_n
     FROM {schema}.job_dependencies d
