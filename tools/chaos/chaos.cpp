@@ -77,15 +77,30 @@ awa::pg::Connection& Harness::admin() {
 
 void Harness::spawn_worker(std::size_t i) {
   auto& s = slots_[i];
-  const std::vector<std::string> argv = {
-      o_.awa, "--database-url", o_.url, "work", "--queue",
-      fmt::format("{}:{}", o_.queue, o_.worker_slots), "--heartbeat-ms",
-      std::to_string(o_.heartbeat_ms), "--stale-ms", std::to_string(o_.stale_ms),
-      "--maintenance-ms", "250",
-      // no rotation, so no prune: the ledger check needs
-      // every attempt's record
-      "--rotate-ms", "0", "--poll-ms", "250", "--shutdown-timeout-ms", "3000", "--pool-size", "4",
-      "--no-migrate"};
+  // The last slot is the exactly-once worker when there is one: faults pick it like the
+  // others.
+  const bool credit = !o_.credit_worker.empty() && i + 1 == slots_.size();
+  const std::vector<std::string> argv =
+      credit ? std::vector<std::string>{o_.credit_worker,
+                                        "--url",
+                                        o_.url,
+                                        "--queue",
+                                        o_.credit_queue,
+                                        "--slots",
+                                        "4",
+                                        "--heartbeat-ms",
+                                        std::to_string(o_.heartbeat_ms),
+                                        "--stale-ms",
+                                        std::to_string(o_.stale_ms)}
+             : std::vector<std::string>{
+                   o_.awa, "--database-url", o_.url, "work", "--queue",
+                   fmt::format("{}:{}", o_.queue, o_.worker_slots), "--heartbeat-ms",
+                   std::to_string(o_.heartbeat_ms), "--stale-ms", std::to_string(o_.stale_ms),
+                   "--maintenance-ms", "250",
+                   // no rotation, so no prune: the ledger check needs
+                   // every attempt's record
+                   "--rotate-ms", "0", "--poll-ms", "250", "--shutdown-timeout-ms", "3000",
+                   "--pool-size", "4", "--no-migrate"};
   s.pid = spawn(argv, fmt::format("{}/worker-{}.log", o_.log_dir, i));
   s.expected_exit = false;
   s.respawn_at.reset();
@@ -180,6 +195,12 @@ int Harness::run() {
     // The ledger check alone, on the database a finished run left behind (to test the
     // check itself: damage a row, see it reported).
     const auto r = check_ledger(admin(), o_.url, o_.queue);
+    say(fmt::format("dependencies: {} edges of claimed jobs judged, started_before_parents {}",
+                    r.dependency_edges, r.started_before_parents));
+    say(fmt::format("batches: {} sealed batches judged, batch_callbacks_not_once {}",
+                    r.batches_judged, r.batch_callbacks_not_once));
+    say(fmt::format("exactly-once: {} credit jobs judged, credits_not_once {}", r.credit_jobs,
+                    r.credits_not_once));
     for (const auto& p : r.problems) say("VIOLATION " + p);
     fmt::print("jobs={} lost={} double_finalised={} faults=0 max_recovery_s=0.00\n", r.jobs, r.lost,
                r.double_finalised);
@@ -194,12 +215,13 @@ int Harness::run() {
                                    o_.log_dir + "/migrate.log", std::chrono::seconds(60));
   if (!migrated || *migrated != 0) throw std::runtime_error("awa migrate failed (migrate.log)");
   admin().exec(sql::file("run/record_claims.sql"));
+  admin().exec(sql::file("credit/create.sql"));
   {
     auto conn = awa::Connection::connect(o_.url);
     awa::Admin().set_enqueue_shards(conn, o_.queue, 4);
   }
 
-  slots_.resize(static_cast<std::size_t>(o_.workers));
+  slots_.resize(static_cast<std::size_t>(o_.workers) + (o_.credit_worker.empty() ? 0 : 1));
   for (std::size_t i = 0; i < slots_.size(); ++i) spawn_worker(i);
   // Parked callbacks first: the faults must meet a rescue that has them to look past.
   ParkedCallbacks parked({o_.url, o_.queue, o_.parked, 20, 1000});
@@ -208,7 +230,8 @@ int Harness::run() {
     say(fmt::format("not all {} park jobs parked within 60 s", o_.parked));
   else if (o_.parked > 0)
     say(fmt::format("{} attempts parked waiting for callbacks", o_.parked));
-  Producers producers({o_.url, o_.queue, o_.producers, o_.rate, o_.seed});
+  Producers producers({o_.url, o_.queue, o_.producers, o_.rate, o_.seed,
+                       o_.credit_worker.empty() ? std::string() : o_.credit_queue});
   producers.start();
   SqlProducers sql_producers({o_.sql_producer_script, o_.url, o_.queue, o_.producers,
                               o_.sql_producer_script.empty() ? 0 : o_.sql_producers, o_.rate,
@@ -273,16 +296,19 @@ int Harness::run() {
                   "{} producer errors",
                   pstats.committed, from_sql.size(), pstats.unknown, pstats.rolled_back,
                   pstats.reconnects, pstats.errors));
+  say(fmt::format("batches: {} opened, {} sealed, {} member jobs (committed or unknown)",
+                  pstats.batches_opened, pstats.batches_sealed, pstats.batch_members));
   for (const auto& m : pstats.messages) say("PRODUCER ERROR " + m);
 
-  const auto committed = load_ledger(admin(), produced);
+  const auto committed = load_ledger(admin(), produced, producers.sealed_batches());
   const auto drain_until = Clock::now() + std::chrono::seconds(o_.drain_seconds);
   std::int64_t left = 0;
   for (;;) {
     tend_workers();
     parked.answer_waiting();  // the other system answers whatever parked since
     try {
-      left = unfinished(o_.url, o_.queue);
+      left = unfinished(o_.url, o_.queue) +
+             (o_.credit_worker.empty() ? 0 : unfinished(o_.url, o_.credit_queue));
     } catch (const awa::Error&) {
       left = -1;
     }
@@ -326,6 +352,10 @@ int Harness::run() {
                   r.order_violations, r.lane_violations));
   say(fmt::format("dependencies: {} edges of claimed jobs judged, started_before_parents {}",
                   r.dependency_edges, r.started_before_parents));
+  say(fmt::format("batches: {} sealed batches judged, batch_callbacks_not_once {}",
+                  r.batches_judged, r.batch_callbacks_not_once));
+  say(fmt::format("exactly-once: {} credit jobs judged, credits_not_once {}", r.credit_jobs,
+                  r.credits_not_once));
   say(
       fmt::format("workers: {} unexpected exits, {} stop timeouts, {} sanitizer lines; "
                   "faults without a later completion: {}",
@@ -360,6 +390,8 @@ int main(int argc, char** argv) {
   app.add_option("--url", o.url, "the harness cluster's DATABASE_URL")->required();
   app.add_option("--awa", o.awa, "path of the awa binary")->required();
   app.add_option("--pg-script", o.pg_script, "path of scripts/pg (restart-immediate)");
+  app.add_option("--credit-worker", o.credit_worker,
+                 "path of awa_chaos_credit, the exactly-once worker (none: no credit jobs)");
   app.add_option("--log-dir", o.log_dir, "where worker logs go")->required();
   app.add_option("--seconds", o.seconds, "length of the fault phase")->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the fault schedule and the job mix")

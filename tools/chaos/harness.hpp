@@ -27,6 +27,10 @@ struct Options {
   std::string log_dir;
   std::string json;
   std::string queue = "chaos";
+  // The exactly-once worker (awa_chaos_credit) and the queue of its "credit" jobs, served
+  // by one more worker process beside the `awa work` ones. Empty: no credit jobs.
+  std::string credit_worker;
+  std::string credit_queue = "chaos-credit";
   int seconds = 60;
   std::uint64_t seed = 1;
   int workers = 3;

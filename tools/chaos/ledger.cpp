@@ -144,9 +144,10 @@ void check_lanes(awa::pg::Connection& db, const std::string& url, const std::str
 
 }  // namespace
 
-std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>& jobs) {
+std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>& jobs,
+                         const std::vector<SealedBatch>& batches) {
   db.exec(sql::file("ledger/create_ledger.sql"));
-  std::vector<std::optional<std::string>> m, j, p, s, k, o, u;
+  std::vector<std::optional<std::string>> m, j, p, s, k, o, u, b;
   for (const auto& job : jobs) {
     m.emplace_back(job.marker);
     j.emplace_back(std::to_string(job.job_id));
@@ -155,10 +156,17 @@ std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>
     k.emplace_back(job.kind);
     o.emplace_back(job.ordering_key);
     u.emplace_back(job.commit == CommitState::kUnknown ? "t" : "f");
+    b.emplace_back(job.batch);
   }
   db.query(sql::file("ledger/insert_ledger.sql"), array_literal(m), array_literal(j),
-           array_literal(p), array_literal(s), array_literal(k), array_literal(o),
-           array_literal(u));
+           array_literal(p), array_literal(s), array_literal(k), array_literal(o), array_literal(u),
+           array_literal(b));
+  std::vector<std::optional<std::string>> names, producers;
+  for (const auto& batch : batches) {
+    names.emplace_back(batch.name);
+    producers.emplace_back(std::to_string(batch.producer));
+  }
+  db.query(sql::file("ledger/insert_batches.sql"), array_literal(names), array_literal(producers));
   db.exec(sql::file("ledger/find_markers.sql"));
   return num(db.query(sql::file("ledger/unknown_counts.sql")), 0, 2);
 }
@@ -245,6 +253,24 @@ LedgerResult check_ledger(awa::pg::Connection& db, const std::string& url,
   r.started_before_parents = num(deps, 0, 2);
   if (r.started_before_parents > 0)
     note(r, fmt::format("started before its parents: {}", str(deps, 0, 1, "?")));
+  const auto batches = db.query(sql::file("ledger/batch_callbacks_not_once.sql"),
+                                std::string(kBatchCallbackKind), queue);
+  r.batches_judged = num(batches, 0, 0);
+  r.batch_callbacks_not_once = num(batches, 0, 2);
+  if (r.batch_callbacks_not_once > 0) {
+    // One line per batch (the query joins them with " | ").
+    std::string_view rest = str(batches, 0, 1, "?");
+    for (;;) {
+      const auto bar = rest.find(" | ");
+      note(r, fmt::format("batch callback: {}", rest.substr(0, bar)));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 3);
+    }
+  }
+  const auto credits = db.query(sql::file("ledger/credits_not_once.sql"));
+  r.credit_jobs = num(credits, 0, 0);
+  r.credits_not_once = num(credits, 0, 2);
+  if (r.credits_not_once > 0) note(r, fmt::format("credits not once: {}", str(credits, 0, 1, "?")));
   const auto ru = db.query(sql::file("ledger/retried_and_unexpected.sql"));
   r.retried_jobs = num(ru, 0, 0);
   r.unexpected_end = num(ru, 0, 1);

@@ -26,24 +26,31 @@ struct LedgerResult {
   std::int64_t resurrected = 0;       // runnable again after a terminal outcome
   std::int64_t order_violations = 0;  // keyed, never retried, out of producer order
   std::int64_t keyed_checked = 0;
-  std::int64_t keyed_moves = 0;             // consecutive jobs of a key on two shards
-  std::int64_t keyed_moves_checked = 0;     // of those, judged (both claims recorded)
-  std::int64_t lane_violations = 0;         // cursor / claim-batch / ready-row inconsistencies
-  std::int64_t dependency_edges = 0;        // (parent, child) edges whose child was claimed
-  std::int64_t started_before_parents = 0;  // ... claimed before that parent had ended
+  std::int64_t keyed_moves = 0;               // consecutive jobs of a key on two shards
+  std::int64_t keyed_moves_checked = 0;       // of those, judged (both claims recorded)
+  std::int64_t lane_violations = 0;           // cursor / claim-batch / ready-row inconsistencies
+  std::int64_t dependency_edges = 0;          // (parent, child) edges whose child was claimed
+  std::int64_t started_before_parents = 0;    // ... claimed before that parent had ended
+  std::int64_t batches_judged = 0;            // batches the producers sealed
+  std::int64_t batch_callbacks_not_once = 0;  // ... without exactly one right completion job
+  std::int64_t credit_jobs = 0;               // exactly-once "credit" jobs committed
+  std::int64_t credits_not_once = 0;          // ... with a credit count other than its ends'
   std::int64_t completed = 0, failed = 0, cancelled = 0, dlq = 0;
   std::int64_t retried_jobs = 0;      // jobs with more than one attempt
   std::int64_t unexpected_end = 0;    // informational: e.g. a noop that ran out of attempts
   std::vector<std::string> problems;  // one line per violation found (capped)
   bool ok() const {
     return lost == 0 && double_finalised == 0 && phantom == 0 && resurrected == 0 &&
-           order_violations == 0 && lane_violations == 0 && started_before_parents == 0;
+           order_violations == 0 && lane_violations == 0 && started_before_parents == 0 &&
+           batch_callbacks_not_once == 0 && credits_not_once == 0;
   }
 };
 
-// Loads the producers' record into chaos.ledger and resolves unknown commits by marker.
-// Returns the number of committed jobs.
-std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>& jobs);
+// Loads the producers' record into chaos.ledger (and the batches they sealed into
+// chaos.batches) and resolves unknown commits by marker. Returns the number of committed
+// jobs.
+std::int64_t load_ledger(awa::pg::Connection& db, const std::vector<ProducedJob>& jobs,
+                         const std::vector<SealedBatch>& batches = {});
 
 // Jobs of the queue not finished yet: waiting + available + running + scheduled +
 // retryable (Admin::queue_counts, exact). The drain condition.

@@ -14,12 +14,26 @@
 #include "awa/error.hpp"
 #include "awa/job.hpp"
 #include "awa/queue_storage.hpp"
+#include "awa/workflows.hpp"
 
 namespace chaos {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kKeysPerProducer = 4;
+
+// A producer's open batch (see producers.hpp).
+struct OpenBatch {
+  std::string name;
+  bool open = false;       // open_batch returned, or the batch was found after a fault
+  bool uncertain = false;  // an open_batch whose outcome a fault made unknown
+  int transactions = 0;    // member transactions still to commit before the seal
+};
+
+bool has_sqlstate(const std::exception& e, std::string_view state) {
+  const auto* err = dynamic_cast<const awa::Error*>(&e);
+  return err != nullptr && err->sqlstate() == state;
+}
 
 }  // namespace
 
@@ -41,6 +55,7 @@ void nap(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
 Producers::Producers(ProducerOptions options)
     : options_(std::move(options)),
       jobs_(static_cast<std::size_t>(options_.producers)),
+      sealed_(static_cast<std::size_t>(options_.producers)),
       stats_(static_cast<std::size_t>(options_.producers)) {}
 
 Producers::~Producers() { stop(); }
@@ -62,6 +77,12 @@ std::vector<ProducedJob> Producers::results() const {
   return all;
 }
 
+std::vector<SealedBatch> Producers::sealed_batches() const {
+  std::vector<SealedBatch> all;
+  for (const auto& v : sealed_) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
 ProducerStats Producers::stats() const {
   ProducerStats total;
   for (const auto& s : stats_) {
@@ -70,6 +91,9 @@ ProducerStats Producers::stats() const {
     total.rolled_back += s.rolled_back;
     total.reconnects += s.reconnects;
     total.errors += s.errors;
+    total.batches_opened += s.batches_opened;
+    total.batches_sealed += s.batches_sealed;
+    total.batch_members += s.batch_members;
     for (const auto& m : s.messages)
       if (total.messages.size() < 10) total.messages.push_back(m);
   }
@@ -88,6 +112,20 @@ void Producers::run(int index) {
   std::int64_t seq = 0;
   const auto period = std::chrono::microseconds(static_cast<long>(1e6 / options_.rate));
   auto next = Clock::now();
+  const awa::WorkflowAdmin workflows;
+  std::optional<OpenBatch> batch;
+  std::int64_t batch_seq = 0;
+  const auto producer_error = [&](const std::exception& e) {
+    ++st.errors;
+    if (st.messages.size() < 10)
+      st.messages.push_back(fmt::format("producer {}: {}", index, e.what()));
+  };
+  const auto seal = [&]() {
+    workflows.seal_batch(*conn, batch->name);
+    sealed_[idx].push_back({batch->name, index});
+    ++st.batches_sealed;
+    batch.reset();
+  };
 
   while (!stop_.load()) {
     if (!conn) {
@@ -100,6 +138,46 @@ void Producers::run(int index) {
         backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
         continue;
       }
+    }
+
+    // The batch's turn first (producers.hpp): seal it once its transactions are done, open
+    // a new one one time in eight. Each its own autocommit statement; a fault retries it
+    // on a new connection.
+    try {
+      if (batch && batch->open && batch->transactions == 0) seal();
+      if (!batch && unit(rng) < 1.0 / 8) {
+        batch = OpenBatch{fmt::format("c-p{}-{}", index, ++batch_seq), false, false,
+                          1 + static_cast<int>(unit(rng) * 3)};
+      }
+      if (batch && !batch->open) {
+        if (batch->uncertain && workflows.batch(*conn, batch->name)) {
+          batch->open = true;
+        } else {
+          awa::BatchOptions bo;
+          bo.on_complete = kBatchCallbackKind;
+          bo.queue = options_.queue;
+          bo.on_complete_args = {{"p", index}};
+          try {
+            workflows.open_batch(*conn, batch->name, bo);
+          } catch (const std::exception& e) {
+            // The open a fault interrupted had been applied.
+            if (!batch->uncertain || !has_sqlstate(e, "23505")) throw;
+          }
+          batch->open = true;
+        }
+        ++st.batches_opened;
+      }
+    } catch (const std::exception& e) {
+      if (caused_by_fault(e)) {
+        if (batch && !batch->open) batch->uncertain = true;
+      } else {
+        producer_error(e);
+        batch.reset();  // given up: judged by nobody, since never sealed
+      }
+      conn.reset();
+      nap(stop_, backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      continue;
     }
 
     // The mix, per job: keyed and unkeyed noop, jobs that retry then succeed (flaky), jobs
@@ -117,7 +195,11 @@ void Producers::run(int index) {
       opts.max_attempts = 5;
       bool keyed = false;
       const double pick = unit(rng);
-      if (pick < 0.55) {
+      if (!options_.credit_queue.empty() && pick < 0.06) {
+        // Exactly-once: the credit worker credits it and completes it in one transaction.
+        pj.kind = "credit";
+        opts.queue = options_.credit_queue;
+      } else if (pick < 0.55) {
         pj.kind = "noop";
         keyed = pick < 0.35;
       } else if (pick < 0.72) {
@@ -158,6 +240,7 @@ void Producers::run(int index) {
         pj.ordering_key.reset();
         if (j == 0 && unit(rng) < 0.125) {
           job.kind = pj.kind = "fail";
+          job.opts.queue = options_.queue;  // make() may have picked the credit queue
           auto args = nlohmann::json::parse(job.args_json);
           args["mode"] = "retryable";
           job.args_json = args.dump();
@@ -174,6 +257,14 @@ void Producers::run(int index) {
       }
       return t;
     };
+    // While a batch is open, about half the jobs of its transactions join it, tree jobs
+    // too (a member with parents waits for them, and ends cancelled or failed by a policy).
+    const bool in_batch = batch && batch->open && batch->transactions > 0;
+    const auto join = [&](awa::NewJob& job, ProducedJob& pj) {
+      if (!in_batch || unit(rng) >= 0.5) return;
+      job.opts.batch = batch->name;
+      pj.batch = batch->name;
+    };
     const bool with_tree = unit(rng) < 1.0 / 6;
     std::vector<std::vector<awa::NewJob>> calls(1 + static_cast<std::size_t>(unit(rng) * 4));
     std::vector<ProducedJob> meta;
@@ -181,6 +272,7 @@ void Producers::run(int index) {
       const int n = unit(rng) < 0.6 ? 1 : 1 + static_cast<int>(unit(rng) * 3);
       for (int j = 0; j < n; ++j) {
         auto [job, pj] = make();
+        join(job, pj);
         call.push_back(std::move(job));
         meta.push_back(std::move(pj));
       }
@@ -190,6 +282,7 @@ void Producers::run(int index) {
     std::optional<awa::NewJob> tail;
     if (with_tree) {
       for (auto& [job, pj] : tree()) {
+        join(job, pj);
         if (tree_call.size() < 5) {
           tree_call.push_back(std::move(job));
         } else {
@@ -220,23 +313,25 @@ void Producers::run(int index) {
       committing = true;
       tx.commit();
       st.committed += static_cast<std::int64_t>(meta.size());
-      for (auto& m : meta) out.push_back(std::move(m));
+      if (in_batch) --batch->transactions;
+      for (auto& m : meta) {
+        if (m.batch) ++st.batch_members;
+        out.push_back(std::move(m));
+      }
     } catch (const std::exception& e) {
       if (committing) {
+        if (in_batch) --batch->transactions;  // its memberships follow its jobs
         // Whatever the error, the COMMIT may have been applied: resolve by marker later.
         st.unknown += static_cast<std::int64_t>(meta.size());
         for (auto& m : meta) {
+          if (m.batch) ++st.batch_members;
           m.commit = CommitState::kUnknown;
           out.push_back(std::move(m));
         }
       } else {
         ++st.rolled_back;
       }
-      if (!caused_by_fault(e)) {
-        ++st.errors;
-        if (st.messages.size() < 10)
-          st.messages.push_back(fmt::format("producer {}: {}", index, e.what()));
-      }
+      if (!caused_by_fault(e)) producer_error(e);
       // A broken or confused session is replaced; a fresh one costs little here.
       conn.reset();
       nap(stop_, backoff);
@@ -248,6 +343,23 @@ void Producers::run(int index) {
     const auto now = Clock::now();
     if (next < now - std::chrono::seconds(1)) next = now;  // do not burst after an outage
     if (next > now) nap(stop_, std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
+  }
+
+  // The open batch is sealed at the end (the faults are over by then), bounded: a batch
+  // left open is never judged. One never opened had no member transaction.
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (batch && batch->open && Clock::now() < until) {
+    try {
+      if (!conn) conn.emplace(awa::Connection::connect(options_.url, std::chrono::seconds(2)));
+      seal();
+    } catch (const std::exception& e) {
+      if (!caused_by_fault(e)) {
+        producer_error(e);
+        break;
+      }
+      conn.reset();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
 }
 
