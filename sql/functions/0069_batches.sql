@@ -120,7 +120,7 @@ BEGIN
     FOR KEY SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'batch "%" does not exist', p_name
-            USING ERRCODE = '23503', HINT = 'Open it first (awa batch open, Admin::open_batch).';
+            USING ERRCODE = '23503', HINT = 'Open it first (awa batch open, WorkflowAdmin::open_batch).';
     END IF;
     IF v_batch.sealed_at IS NOT NULL THEN
         RAISE EXCEPTION 'batch "%" is sealed: no job can join it any more', p_name
