@@ -59,14 +59,21 @@ $$;
 -- attempt each time. A job with no trace has no row.
 CREATE OR REPLACE FUNCTION {schema}.job_live_states(p_ids bigint[])
 RETURNS TABLE (job_id bigint, state text, claim_batch bigint)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET jit = off AS $$
+#variable_conflict use_column
+BEGIN
+    IF coalesce(cardinality(p_ids), 0) = 0 THEN
+        RETURN;  -- job_states would still enumerate every open attempt
+    END IF;
+    RETURN QUERY
     SELECT s.job_id, 'available'::text, NULL::bigint
     FROM {schema}.enqueue_staging s WHERE s.job_id = ANY (p_ids)
     UNION ALL
     SELECT j.job_id, j.state, j.claim_batch
     FROM {schema}.job_states(p_job_ids => p_ids) j
-    WHERE NOT EXISTS (SELECT 1 FROM {schema}.enqueue_staging s WHERE s.job_id = j.job_id)
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.enqueue_staging s WHERE s.job_id = j.job_id);
+END
 $$;
 
 -- Releases waiting jobs whose parents are all done: due ones are staged (placed in their
@@ -283,8 +290,27 @@ BEGIN
     END IF;
 
     id := nextval('{schema}.job_ids');
-    FOR v_parent IN SELECT DISTINCT a FROM unnest(p_after) AS a ORDER BY 1 LOOP
-        SELECT * INTO v_live FROM {schema}.job_live_state(v_parent);
+    -- The parents' states: one that is staged, waiting or deferred is live, read by its key;
+    -- the others in one job_states pass for them all (job_live_states).
+    FOR v_live IN
+        WITH parents AS (SELECT DISTINCT a AS id FROM unnest(p_after) AS a),
+        known AS (
+            SELECT p.id, 'available'::text AS state FROM parents p
+            WHERE EXISTS (SELECT 1 FROM {schema}.enqueue_staging s WHERE s.job_id = p.id)
+            UNION ALL
+            SELECT p.id, 'waiting' FROM parents p
+            WHERE EXISTS (SELECT 1 FROM {schema}.waiting_jobs w WHERE w.job_id = p.id)
+            UNION ALL
+            SELECT p.id, 'scheduled' FROM parents p
+            WHERE EXISTS (SELECT 1 FROM {schema}.deferred_jobs d WHERE d.job_id = p.id)),
+        rest AS (SELECT p.id FROM parents p WHERE p.id NOT IN (SELECT k.id FROM known k))
+        SELECT p.id AS parent, coalesce(k.state, l.state) AS state
+        FROM parents p
+        LEFT JOIN (SELECT DISTINCT ON (k.id) k.* FROM known k ORDER BY k.id) k ON k.id = p.id
+        LEFT JOIN {schema}.job_live_states(ARRAY(SELECT r.id FROM rest r)) l ON l.job_id = p.id
+        ORDER BY p.id
+    LOOP
+        v_parent := v_live.parent;
         IF v_live.state IS NULL THEN
             RAISE EXCEPTION 'parent job % does not exist', v_parent
                 USING ERRCODE = '23503',
