@@ -62,7 +62,7 @@ std::string completion_text(const Batch& b) {
   return b.finished ? "none" : "none yet";
 }
 
-int not_found(const std::string& name) {
+int batch_not_found(const std::string& name) {
   std::cerr << fmt::format(
       "awa: error: batch {} not found (never opened, or purged after it finished)\n", name);
   return 1;
@@ -133,7 +133,7 @@ int show(const Context& ctx, const ShowArgs& a) {
   const WorkflowAdmin workflows(ctx.schema);
   auto conn = ctx.connect();
   const auto b = workflows.batch(conn, a.name);
-  if (!b) return not_found(a.name);
+  if (!b) return batch_not_found(a.name);
   std::vector<JobLink> members;
   if (a.members) members = workflows.batch_members(conn, a.name, *a.members);
   if (a.json) {
