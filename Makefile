@@ -73,7 +73,7 @@ test: test-deps format-check docs-check build pg
 # -O1 (what ThreadSanitizer's documentation asks for reasonable speed) and line tables: it builds
 # faster than -O2 -g, and reports keep file and line.
 TSAN_DIR ?= build-tsan
-TSAN_TESTS ?= RuntimeTest.*:PrefetchTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*:ServeTest.*
+TSAN_TESTS ?= RuntimeTest.*:ReadinessTest.*:PrefetchTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*:ServeTest.*
 test-tsan: deps pg
 	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \

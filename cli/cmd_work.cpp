@@ -48,6 +48,7 @@ struct WorkArgs {
   int max_workers = 0;
   std::size_t pool_size = 8;
   std::string metrics_addr;
+  std::string health_addr;
   long heartbeat_ms = 30000;
   long stale_ms = 90000;
   long maintenance_ms = 1000;
@@ -155,6 +156,8 @@ int work(const Context& ctx, const WorkArgs& a) {
 
   std::optional<metrics::ListenAddress> metrics_at;
   if (!a.metrics_addr.empty()) metrics_at = metrics::parse_listen_address(a.metrics_addr);
+  std::optional<metrics::ListenAddress> health_at;
+  if (!a.health_addr.empty()) health_at = metrics::parse_listen_address(a.health_addr);
 
   const StopSignals signals;
   Client client(o);
@@ -175,11 +178,22 @@ int work(const Context& ctx, const WorkArgs& a) {
     client.add_queue(std::move(q));
   }
 
-  std::unique_ptr<metrics::Server> server;
-  if (metrics_at) {
-    server = std::make_unique<metrics::Server>(metrics_at->host, metrics_at->port);
+  // Each serves /metrics, /healthz and /readyz; the same address given twice is one server.
+  std::vector<std::unique_ptr<metrics::Server>> servers;
+  const auto serve = [&servers, &client](const metrics::ListenAddress& at) {
+    auto& server = servers.emplace_back(std::make_unique<metrics::Server>(at.host, at.port));
+    server->set_readiness([&client] { return client.readiness(); });
     server->start();
+    return server.get();
+  };
+  if (metrics_at) {
+    const auto* server = serve(*metrics_at);
     spdlog::info("metrics on http://{}:{}/metrics", server->address(), server->port());
+  }
+  if (health_at && !(metrics_at && metrics_at->host == health_at->host &&
+                     metrics_at->port == health_at->port && health_at->port != 0)) {
+    const auto* server = serve(*health_at);
+    spdlog::info("health on http://{}:{}/healthz and /readyz", server->address(), server->port());
   }
   client.start();
   spdlog::info("awa work: running (pid {}); SIGINT or SIGTERM stops gracefully", ::getpid());
@@ -196,7 +210,7 @@ int work(const Context& ctx, const WorkArgs& a) {
     });
     client.stop();
   }
-  if (server) server->stop();
+  for (auto& server : servers) server->stop();
   const auto s = client.stats();
   fmt::print(
       "awa work: claimed {} completed {} retried {} failed {} snoozed {} cancelled {} stale {} "
@@ -222,6 +236,11 @@ void add_work(CLI::App& app, Context& ctx) {
   cmd->add_option("--metrics-addr", a->metrics_addr,
                   "serve Prometheus metrics (GET /metrics) on [HOST:]PORT; PORT alone binds "
                   "127.0.0.1, name a host (e.g. 0.0.0.0:9464) to serve other hosts");
+  cmd->add_option("--health-addr", a->health_addr,
+                  "serve GET /healthz (the process answers) and GET /readyz (200 when the "
+                  "database answers, the claimers and the listener work and completions "
+                  "commit; 503 with the reasons in JSON) on [HOST:]PORT, as --metrics-addr; "
+                  "the metrics address serves them too");
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "heartbeat period")->capture_default_str();
   cmd->add_option("--stale-ms", a->stale_ms, "rescue attempts whose heartbeat is older")
       ->capture_default_str();

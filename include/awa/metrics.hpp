@@ -3,7 +3,7 @@
 //   auto& m = awa::metrics::engine();
 //   m.job_enqueued.with({"emails"}).inc();
 //   awa::metrics::Server server("127.0.0.1", 9464);  // port 0: an ephemeral port
-//   server.start();                                   // GET /metrics, GET /healthz
+//   server.start();                          // GET /metrics, GET /healthz, GET /readyz
 //   std::printf("metrics on port %d\n", server.port());
 //
 // A Family is one metric name with fixed label names; with(values) returns the time series
@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -237,8 +238,15 @@ struct ListenAddress {
 // brackets, a missing port).
 ListenAddress parse_listen_address(std::string_view text);
 
-// An HTTP endpoint on its own thread: GET /metrics (the registry's exposition) and
-// GET /healthz ("ok"). Binds only to `address`.
+// What GET /readyz answers: ready, or not and why (one short sentence per reason).
+struct Readiness {
+  bool ready = true;
+  std::vector<std::string> reasons;
+};
+
+// An HTTP endpoint on its own thread: GET /metrics (the registry's exposition), GET
+// /healthz ("ok": the process answers) and GET /readyz (set_readiness). Binds only to
+// `address`.
 class Server {
  public:
   // Port 0 asks the kernel for a free port; port() tells which after start().
@@ -248,6 +256,12 @@ class Server {
   ~Server();  // stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
+
+  // What GET /readyz asks, on each request (e.g. Client::readiness): 200 with
+  // {"ready": true, "reasons": []} when it says ready, 503 with {"ready": false, "reasons":
+  // [...]} when not or when it throws. Unset: /readyz answers 200, like /healthz. Before
+  // start().
+  void set_readiness(std::function<Readiness()> check);
 
   // Binds and starts serving; returns once requests are accepted. Throws awa::Error when
   // the address cannot be bound. Calling it on a running server does nothing.

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "awa/error.hpp"
 #include "awa/metrics.hpp"
 
@@ -24,7 +26,8 @@ struct Server::Impl {
   const int requested_port;
   Registry& registry;
 
-  std::mutex mu;  // serialises start() and stop()
+  std::function<Readiness()> readiness;  // set before start()
+  std::mutex mu;                         // serialises start() and stop()
   std::unique_ptr<httplib::Server> http;
   std::thread thread;
   std::atomic<bool> listen_returned{false};
@@ -37,6 +40,11 @@ Server::Server(std::string address, int port, Registry& registry)
 }
 
 Server::~Server() { stop(); }
+
+void Server::set_readiness(std::function<Readiness()> check) {
+  std::lock_guard lock(impl_->mu);
+  impl_->readiness = std::move(check);
+}
 
 void Server::start() {
   std::lock_guard lock(impl_->mu);
@@ -62,6 +70,19 @@ void Server::start() {
   });
   http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+  http->Get("/readyz", [check = impl_->readiness](const httplib::Request&, httplib::Response& res) {
+    Readiness r;
+    if (check) {
+      try {
+        r = check();
+      } catch (const std::exception& e) {
+        r = Readiness{false, {std::string("the readiness check failed: ") + e.what()}};
+      }
+    }
+    res.status = r.ready ? 200 : 503;
+    res.set_content(nlohmann::json{{"ready", r.ready}, {"reasons", r.reasons}}.dump() + "\n",
+                    "application/json");
   });
 
   int port = impl_->requested_port;

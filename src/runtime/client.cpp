@@ -19,6 +19,11 @@ namespace {
 // stop() gives up on a wake notification after this long (the thread then notices at
 // its next poll).
 constexpr std::chrono::milliseconds kWakeAcquireTimeout{1000};
+// A completion flush that failed this recently makes the client unready (readiness()).
+constexpr std::chrono::seconds kReadinessFailureWindow{30};
+// A claimer with room for work that has not claimed for two poll intervals and this long
+// is late (readiness()): stuck, or its wake-ups lost.
+constexpr std::chrono::seconds kReadinessClaimGrace{5};
 
 StorageOptions storage_options(const ClientOptions& o) {
   StorageOptions s;
@@ -162,6 +167,10 @@ void Client::Impl::start() {
     if (listens()) listener_ = std::thread([this] { listen_loop(); });
     for (auto& q : queues_) {
       QueueState* qs = q.get();
+      {
+        std::lock_guard lock(mu_);
+        qs->last_claim = std::chrono::steady_clock::now();
+      }
       qs->threads.emplace_back([this, qs] { dispatch(*qs); });
       for (int i = 1; i < qs->config.claimers; ++i)
         qs->threads.emplace_back([this, qs] { help_dispatch(*qs); });
@@ -297,6 +306,64 @@ std::vector<JobId> Client::Impl::insert_many(std::span<const NewJob> jobs) {
   auto conn = pool_->acquire();
   return storage::insert_many(*store_, *conn, jobs);
 }
+
+metrics::Readiness Client::Impl::readiness() const {
+  metrics::Readiness r;
+  const auto no = [&r](std::string why) {
+    r.ready = false;
+    r.reasons.push_back(std::move(why));
+  };
+  std::optional<runtime::CompletionBatcher::Stats> batcher;
+  bool running = false;
+  {
+    // Not waited for: stop() holds it while handlers finish.
+    std::unique_lock lock(lifecycle_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      no("the client is starting or stopping");
+    } else if (phase_ != Phase::kRunning) {
+      no(phase_ == Phase::kNew ? "the client has not started" : "the client has stopped");
+    } else {
+      running = true;
+      if (batcher_) batcher = batcher_->stats();
+    }
+  }
+  {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu_);
+    if (dispatch_stop_) no("the dispatchers are stopped: no new claims");
+    for (const auto& q : queues_) {
+      if (dispatch_stop_ || !running) break;
+      if (q->claim_error) {
+        no(fmt::format("queue {}: its claims fail: {}", q->config.name, *q->claim_error));
+      } else if (claim_want(*q) > 0 &&
+                 now - q->last_claim > 2 * q->config.poll_interval + kReadinessClaimGrace) {
+        // With room for work a claimer claims at least once per poll interval.
+        no(fmt::format(
+            "queue {}: no claim for {} s while it has room for work", q->config.name,
+            std::chrono::duration_cast<std::chrono::seconds>(now - q->last_claim).count()));
+      }
+    }
+  }
+  try {
+    auto conn = pool_->acquire(std::chrono::seconds(2));
+    conn->exec(sql::file("queries/runtime/ping.sql"));
+  } catch (const std::exception& e) {
+    no(fmt::format("the database does not answer: {}", e.what()));
+  }
+  if (running && listens() && !listening_.load()) {
+    no("the listener is not connected (LISTEN): new jobs are found by polling only");
+  }
+  if (batcher && batcher->last_failure &&
+      std::chrono::steady_clock::now() - *batcher->last_failure < kReadinessFailureWindow) {
+    no(fmt::format("a completion flush failed {} s ago",
+                   std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::steady_clock::now() - *batcher->last_failure)
+                       .count()));
+  }
+  return r;
+}
+
+metrics::Readiness Client::readiness() const { return impl_->readiness(); }
 
 ClientStats Client::Impl::stats() const {
   ClientStats s;

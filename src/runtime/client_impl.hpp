@@ -95,6 +95,10 @@ struct Client::Impl {
     std::optional<int> global_max_workers;  // open attempts, all processes together
     std::chrono::steady_clock::time_point limits_read_at{};
     bool limits_read = false;
+    // When a claim of this queue last ended (set at start()), and the error of the last
+    // one if it failed: readiness() reports a failing or late claimer.
+    std::chrono::steady_clock::time_point last_claim{};
+    std::optional<std::string> claim_error;
   };
 
   // One claimed attempt, from claim until its handler returns. Owned by the task deque,
@@ -353,6 +357,7 @@ struct Client::Impl {
   std::vector<JobId> insert_many(std::span<const NewJob> jobs);
 
   ClientStats stats() const;
+  metrics::Readiness readiness() const;
 
   const ClientOptions options_;
   std::unique_ptr<pg::Pool> pool_;
@@ -396,6 +401,8 @@ struct Client::Impl {
   bool workers_stop_ = false;   // guarded by mu_
   bool control_stop_ = false;   // guarded by mu_
   bool listener_stop_ = false;  // guarded by mu_
+  // The listener holds a connection with its LISTENs in place (readiness()).
+  std::atomic<bool> listening_{false};
   // Payloads of "awa:cancel" notifications, from the listener to the control thread.
   std::vector<std::string> cancels_;  // guarded by mu_
 

@@ -144,6 +144,7 @@ void CompletionBatcher::drop(std::size_t rows, const std::exception& e) {
   std::lock_guard lock(mu_);
   ++stats_.failed_flushes;
   stats_.dropped += rows;
+  stats_.last_failure = std::chrono::steady_clock::now();
 }
 
 bool CompletionBatcher::hold(std::size_t rows, const Error& e, int attempt,
@@ -155,6 +156,7 @@ bool CompletionBatcher::hold(std::size_t rows, const Error& e, int attempt,
   {
     std::lock_guard lock(mu_);
     ++stats_.server_errors;
+    stats_.last_failure = now;
     // Someone waits for these rows (flush(), ~CompletionBatcher): from now on retry_for
     // bounds the wait, as for any retryable error.
     if (stopping_ || flush_target_ > done_below()) {

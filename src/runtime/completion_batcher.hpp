@@ -80,6 +80,8 @@ class CompletionBatcher {
     std::uint64_t splits = 0;          // flushes split after a non-retryable error
     std::uint64_t failed_flushes = 0;  // dropped: retries exhausted, or a lone row rejected
     std::uint64_t dropped = 0;         // rows in dropped flushes
+    // When a flush last failed (dropped, or held by a server-wide error); unset: never.
+    std::optional<std::chrono::steady_clock::time_point> last_failure;
   };
 
   // `pool` and `store` must outlive the batcher.

@@ -173,6 +173,8 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
     {
       std::lock_guard lock(mu_);
       q.claiming -= want;
+      q.last_claim = Clock::now();
+      q.claim_error = e.what();
     }
     spdlog::warn("dispatcher {}: {}", q.config.name, e.what());
     if (conn && !conn->ok()) conn.reset();
@@ -181,6 +183,8 @@ std::optional<int> Client::Impl::claim_into(QueueState& q, std::optional<pg::Con
   const int n = static_cast<int>(claimed.size());
   hand_off(q, claimed, want);
   std::lock_guard lock(mu_);
+  q.last_claim = Clock::now();
+  q.claim_error.reset();
   if (n > 0) {
     q.pace.claimed(took, q.started, Clock::now());
     q.prefetch_goal = prefetch_goal(q);

@@ -68,6 +68,7 @@ void Client::Impl::listen_loop() {
         fresh.listen(wake_channel);
         for (const auto& q : queues_) fresh.listen(q->channel);
         conn.emplace(std::move(fresh));
+        listening_.store(true);
         backoff = kMinBackoff;
         spdlog::debug("listener: listening on {} queue channels", queues_.size());
       } catch (const std::exception& e) {
@@ -86,9 +87,11 @@ void Client::Impl::listen_loop() {
       if (auto n = conn->wait_notification(kListenPoll)) route_notification(*n);
     } catch (const std::exception& e) {
       spdlog::warn("listener: {}", e.what());
+      listening_.store(false);
       conn.reset();
     }
   }
+  listening_.store(false);
   spdlog::debug("listener: stopped");
 }
 

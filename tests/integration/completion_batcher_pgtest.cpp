@@ -256,11 +256,13 @@ TEST_F(CompletionBatcherTest, ARejectedRowCostsOnlyThatRow) {
   runtime::CompletionBatcherOptions o;
   o.flush_interval = std::chrono::seconds(10);  // one flush of all 8, from flush()
   runtime::CompletionBatcher batcher(pool, *store_, o);
+  EXPECT_FALSE(batcher.stats().last_failure.has_value());
   for (const auto& e : claimed) {
     batcher.submit(Completion::of(e, Outcome::kRetry, "again", std::chrono::milliseconds(0)));
   }
   batcher.flush();
   const auto s = batcher.stats();
+  EXPECT_TRUE(s.last_failure.has_value()) << "Client::readiness reads it";
   EXPECT_EQ(s.dropped, 1U);
   EXPECT_EQ(s.written, 7U);
   EXPECT_GE(s.splits, 3U);  // 8 -> 4 -> 2 -> 1

@@ -110,6 +110,7 @@ TEST_P(ServerWideErrorTest, CompletionsAreKeptAndWrittenOnceTheCauseIsGone) {
     EXPECT_EQ(s.failed_flushes, 0U);
     EXPECT_EQ(s.splits, 0U) << "a server-wide " << state << " says nothing about a row";
     EXPECT_EQ(s.written, 0U);
+    EXPECT_TRUE(s.last_failure.has_value()) << "held flushes make Client::readiness unready";
   }
   EXPECT_EQ(count("SELECT count(*) FROM open_attempts()"), kJobs) << "attempts closed meanwhile";
   EXPECT_EQ(count("SELECT count(*) FROM attempt_outcomes"), 0);

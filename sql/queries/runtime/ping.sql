@@ -1,0 +1,2 @@
+-- Client::readiness: the database answers a statement.
+SELECT 1
