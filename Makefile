@@ -5,13 +5,15 @@
 # benchmarks (bench/), built but never run there: they are the evidence behind the
 # README's figures, and must keep compiling (scripts/bench runs them, in Release). Its
 # debug information is line tables only (-g1): sanitizer reports keep file and line, and
-# the build is about a tenth faster than with full -g.
+# the build is about a tenth faster than with full -g. The library, `awa serve` and the CLI
+# are unity builds there (AWA_UNITY; in the TSan build too): with the sanitizers they
+# compile in 1:55 instead of 5:01 on 2 cores (180 s of CPU instead of 489 s).
 
 JOBS ?= 2
 ifeq ($(CI),true)
   BUILD_DIR ?= build-ci
   CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DAWA_SANITIZE=ON \
-    -DAWA_WERROR=ON -DAWA_BUILD_BENCH=ON
+    -DAWA_WERROR=ON -DAWA_BUILD_BENCH=ON -DAWA_UNITY=ON
 else
   BUILD_DIR ?= build
   CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -77,7 +79,7 @@ TSAN_TESTS ?= RuntimeTest.*:ReadinessTest.*:PrefetchTest.*:CompletionBatcherTest
 test-tsan: deps pg
 	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-	  -DAWA_TSAN=ON -DAWA_BUILD_BENCH=OFF
+	  -DAWA_TSAN=ON -DAWA_BUILD_BENCH=OFF -DAWA_UNITY=ON
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target awa_tsan_tests awa_tool
 	$(WITH_DB) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(TSAN_DIR)/awa_tsan_tests --gtest_filter='$(TSAN_TESTS)'
