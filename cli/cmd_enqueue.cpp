@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "awa/connection.hpp"
 #include "awa/error.hpp"
 #include "awa/queue_storage.hpp"
+#include "awa/trace.hpp"
 #include "cli.hpp"
 
 namespace awa::cli {
@@ -33,6 +35,8 @@ struct EnqueueArgs {
   std::vector<JobId> after;
   std::string on_parent_failure = "cancel";
   std::string batch;
+  std::string traceparent;
+  std::string tracestate;
   bool quiet = false;
 };
 
@@ -101,6 +105,11 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
                            : a.on_parent_failure == "fail" ? OnParentFailure::kFail
                                                            : OnParentFailure::kCancel;
   opts.batch = a.batch;
+  if (!a.traceparent.empty()) {
+    opts.trace = trace::parse(a.traceparent, a.tracestate);
+  } else if (!a.tracestate.empty()) {
+    throw InvalidArgument("--tracestate needs --traceparent");
+  }
   const NewJob job =
       NewJob::from_text(a.kind, a.args_file ? read_args_file(*a.args_file) : a.args, opts);
   // Everything that can be checked without the database is checked before connecting
@@ -185,6 +194,16 @@ void add_enqueue(CLI::App& app, Context& ctx) {
   cmd->add_option("--batch", a->batch,
                   "the open batch the jobs join (awa batch open), in their insert's "
                   "transaction; refused when it does not exist or is sealed");
+  // As the OpenTelemetry environment carriers: a traced script passes its context on.
+  if (const char* env = std::getenv("TRACEPARENT")) {
+    a->traceparent = env;
+    if (const char* state = std::getenv("TRACESTATE")) a->tracestate = state;
+  }
+  cmd->add_option("--traceparent", a->traceparent,
+                  "the W3C trace context to store with the jobs, 00-<trace id>-<span id>-<flags> "
+                  "(default: $TRACEPARENT); the worker's handler sees it");
+  cmd->add_option("--tracestate", a->tracestate,
+                  "its vendors' tracestate, with --traceparent (default: $TRACESTATE)");
   cmd->callback([&ctx, a] { ctx.action = [&ctx, a] { return enqueue(ctx, *a); }; });
 }
 

@@ -40,6 +40,7 @@
 #include "awa/metrics.hpp"
 #include "awa/periodic.hpp"
 #include "awa/queue_storage.hpp"
+#include "awa/trace.hpp"
 
 namespace awa {
 
@@ -157,6 +158,13 @@ class JobContext {
   // double's range — through a parser of its own. Never throws.
   const std::string& args_json() const { return entry().args_json; }
   const std::string& metadata_json() const { return entry().metadata_json; }
+  // The W3C trace context the job was enqueued with (InsertOpts::trace, a producer's
+  // metadata "traceparent"; docs/observability.md), or nullopt when it has none or an
+  // invalid one. It is the thread's trace::current() while the handler runs.
+  std::optional<trace::Context> trace_context() const {
+    if (!entry().metadata_error.empty()) return std::nullopt;
+    return trace::from_metadata(entry().metadata);
+  }
 
   // Fires when the job is cancelled (or rescued elsewhere) or the client shuts down past
   // its grace period. Long handlers should check it.

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "awa/trace.hpp"
+
 namespace awa {
 
 using JobId = std::int64_t;
@@ -120,6 +122,11 @@ struct InsertOpts {
   // no such batch exists and (55000) when it is sealed, and nothing of the call is written.
   // Empty (default): none.
   std::string batch;
+  // The W3C trace context to store with the job (trace::parse; docs/observability.md): in
+  // its metadata as "traceparent" and "tracestate", replacing any given there. Unset
+  // (default): the metadata's own "traceparent" if it has one, else the thread's
+  // trace::current(), else none. An invalid one makes the insert throw InvalidArgument.
+  std::optional<trace::Context> trace;
 };
 
 // What one insert did: the job's id, or, for a unique job that met an equal one in its

@@ -115,10 +115,15 @@ BEGIN
 END
 $$;
 
--- Job metadata is a JSON object or NULL, at most 64 KiB (the C++ producer's rule).
+-- Job metadata is a JSON object or NULL, at most 64 KiB (the C++ producer's rule). A
+-- trace context in it (the W3C header names "traceparent" and "tracestate": how a producer
+-- in another language passes its trace on) must be valid, as trace::invalid_reason asks.
 CREATE OR REPLACE FUNCTION {schema}.validate_metadata(p_metadata jsonb)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_parent text;
+    v_state text;
 BEGIN
     IF p_metadata IS NOT NULL AND jsonb_typeof(p_metadata) <> 'object' THEN
         RAISE EXCEPTION 'metadata must be a JSON object, not %', jsonb_typeof(p_metadata)
@@ -127,6 +132,26 @@ BEGIN
     IF octet_length(p_metadata::text) > 65536 THEN
         RAISE EXCEPTION 'metadata is % bytes of JSON; the limit is 64 KiB', octet_length(p_metadata::text)
             USING ERRCODE = '22023';
+    END IF;
+    IF p_metadata ? 'traceparent' OR p_metadata ? 'tracestate' THEN
+        IF jsonb_typeof(p_metadata->'traceparent') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(coalesce(p_metadata->'tracestate', '""')) <> 'string' THEN
+            RAISE EXCEPTION 'metadata.traceparent (and metadata.tracestate, if given) must be strings'
+                USING ERRCODE = '22023';
+        END IF;
+        v_parent := p_metadata->>'traceparent';
+        v_state := coalesce(p_metadata->>'tracestate', '');
+        IF v_parent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+           OR substr(v_parent, 4, 32) = repeat('0', 32)
+           OR substr(v_parent, 37, 16) = repeat('0', 16) THEN
+            RAISE EXCEPTION 'metadata.traceparent % is not a W3C trace context', to_jsonb(left(v_parent, 80))
+                USING ERRCODE = '22023',
+                      HINT = 'version 00: 00-<32 lower-case hex digits>-<16>-<2>, ids not all zero';
+        END IF;
+        IF octet_length(v_state) > 512 OR v_state ~ '[[:cntrl:]]' THEN
+            RAISE EXCEPTION 'metadata.tracestate is over 512 bytes or has a control character'
+                USING ERRCODE = '22023';
+        END IF;
     END IF;
 END
 $$;

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "awa/trace.hpp"
+#include "storage/job_metadata.hpp"
 #include "storage/store_access.hpp"
 
 namespace awa {
@@ -90,6 +92,15 @@ void Client::Impl::run_job(Job& job) {
                                     delay));
     return;
   }
+  // The job's trace context is the thread's current one while its handler runs: the jobs
+  // it enqueues, and its follow-ups, carry the trace on.
+  const auto context = job.trace_context();
+  std::optional<trace::Scope> scope;
+  if (context) {
+    scope.emplace(*context);
+  } else {
+    scope.emplace();
+  }
   JobResult result = JobResult::completed();
   try {
     result = it->second(job);
@@ -140,6 +151,10 @@ void Client::Impl::run_job(Job& job) {
   auto completion = Completion::of(job.entry(), result.outcome(), result.message(), result.delay());
   completion.result_json = result.result_json();
   completion.follow_ups = result.follow_ups();
+  // Stored by the completion flush, on another thread: the context is fixed here.
+  for (auto& f : completion.follow_ups) {
+    if (const auto* t = storage::merged_trace(f.job)) f.job.opts.trace = *t;
+  }
   batcher_->submit(std::move(completion));
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "awa/error.hpp"
+#include "storage/job_metadata.hpp"
 
 namespace awa::storage {
 namespace {
@@ -121,10 +122,10 @@ CopyPayload encode_copy_rows(int priority, int shard, std::span<const std::size_
     } else {
       put32(d, -1);
     }
-    if (j.opts.metadata.is_null()) {
-      put32(d, -1);
+    if (const auto meta = metadata_text(j)) {
+      put_jsonb(d, *meta);
     } else {
-      put_jsonb(d, j.opts.metadata.dump());
+      put32(d, -1);
     }
     if (j.opts.tags.empty()) {
       put32(d, -1);

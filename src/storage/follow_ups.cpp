@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "storage/job_metadata.hpp"
+
 namespace awa::storage {
 
 namespace {
@@ -31,7 +33,7 @@ std::string follow_ups_json(std::span<const FollowUp> follow_ups) {
                     nlohmann::json(follow_up_on_name(f.on)).dump(), nlohmann::json(job.kind).dump(),
                     job.args_json, nlohmann::json(o.queue).dump(), o.priority, o.max_attempts);
     if (o.run_at) out += fmt::format(R"(,"run_at":"{}")", utc_text(*o.run_at));
-    if (!o.metadata.is_null()) out += fmt::format(R"(,"metadata":{})", o.metadata.dump());
+    if (const auto meta = metadata_text(job)) out += fmt::format(R"(,"metadata":{})", *meta);
     if (!o.tags.empty()) out += fmt::format(R"(,"tags":{})", nlohmann::json(o.tags).dump());
     if (o.ordering_key) {
       out += fmt::format(R"(,"ordering_key":{})", nlohmann::json(*o.ordering_key).dump());

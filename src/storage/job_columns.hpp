@@ -9,6 +9,7 @@
 
 #include "awa/job.hpp"
 #include "pg/params.hpp"
+#include "storage/job_metadata.hpp"
 #include "storage/pg_array.hpp"
 
 namespace awa::storage {
@@ -34,10 +35,10 @@ void add_ordering_key(Sink& s, const NewJob& j) {
 
 template <class Sink>
 void add_metadata(Sink& s, const NewJob& j) {
-  if (j.opts.metadata.is_null()) {
-    add_sql_null(s);
+  if (auto text = metadata_text(j)) {
+    s.add(std::move(*text));
   } else {
-    s.add(j.opts.metadata.dump());
+    add_sql_null(s);
   }
 }
 

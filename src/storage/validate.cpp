@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "awa/error.hpp"
+#include "awa/trace.hpp"
+#include "storage/job_metadata.hpp"
 #include "storage/stored_json.hpp"
 #include "storage/utf8.hpp"
 
@@ -123,11 +125,34 @@ void validate_job(const NewJob& job, std::size_t index) {
   if (has_nul_escape(job.args_json)) {
     fail("args contain \\u0000, which PostgreSQL's jsonb cannot store");
   }
-  if (!job.opts.metadata.is_null()) {
-    if (!job.opts.metadata.is_object()) fail("metadata must be a JSON object");
+  if (job.opts.trace) {
+    if (auto why = trace::invalid_reason(job.opts.trace->traceparent, job.opts.trace->tracestate);
+        !why.empty()) {
+      fail("trace: " + why);
+    }
+  } else if (job.opts.metadata.is_object()) {
+    // A producer's own keys: held to the rule SQL producers meet (validate_metadata).
+    const auto& m = job.opts.metadata;
+    const auto tp = m.find(trace::kTraceparentKey);
+    const auto ts = m.find(trace::kTracestateKey);
+    if (tp != m.end() || ts != m.end()) {
+      if (tp == m.end() || !tp->is_string()) {
+        fail("metadata.traceparent must be a string when metadata.tracestate is given");
+      }
+      if (ts != m.end() && !ts->is_string()) fail("metadata.tracestate must be a string");
+      const auto why =
+          trace::invalid_reason(tp->get_ref<const std::string&>(),
+                                ts == m.end() ? "" : ts->get_ref<const std::string&>());
+      if (!why.empty()) fail("metadata: " + why);
+    }
+  }
+  if (!job.opts.metadata.is_null() || job.opts.trace) {
+    if (!job.opts.metadata.is_null() && !job.opts.metadata.is_object()) {
+      fail("metadata must be a JSON object");
+    }
     std::string text;
     try {
-      text = job.opts.metadata.dump();
+      text = metadata_text(job).value_or("");
     } catch (const nlohmann::json::type_error& e) {
       // nlohmann's message says where ("invalid UTF-8 byte at index 0: 0xFF").
       fail(fmt::format("metadata is not valid UTF-8 ({})", e.what()));
