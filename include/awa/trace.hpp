@@ -16,6 +16,7 @@
 // metadata (in Python, opentelemetry.propagate.inject(metadata) writes exactly these).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,7 +41,7 @@ struct Context {
 
   std::string_view trace_id() const { return std::string_view(traceparent).substr(3, 32); }
   std::string_view parent_id() const { return std::string_view(traceparent).substr(36, 16); }
-  // The sampled flag (bit 0 of the flags).
+  // The sampled flag (bit 0 of the flags); false for a context that is not valid.
   bool sampled() const;
 
   friend bool operator==(const Context&, const Context&) = default;

@@ -24,6 +24,7 @@ bool all_zero(std::string_view s) {
 }  // namespace
 
 bool Context::sampled() const {
+  if (traceparent.size() != 55) return false;  // not a valid context: nothing is sampled
   const auto flags = std::string_view(traceparent).substr(53, 2);
   const char low = flags[1];
   const int bits = low <= '9' ? low - '0' : low - 'a' + 10;
