@@ -54,6 +54,10 @@
 // only in the runtime's connections. --poll-ms sets the queue's poll interval (which
 // bounds the poll-only pickup).
 //
+// mode tracing (e2e_tracing.cpp): per run, a drain of --jobs with tracing off and one with
+// every attempt's span exported over OTLP/HTTP JSON to a sink in this process, in
+// alternating order: completed/s and CPU µs per job of each.
+//
 // Bounded: a fixed number of jobs, a statement_timeout on every benchmark session, and
 // time limits on the producer, the settle wait and the drain.
 #include <algorithm>
@@ -414,6 +418,7 @@ int run(const Options& o) {
   if (o.mode == "compare") return run_compare(admin, o, machine);
   if (o.mode == "ladder") return run_ladder(admin, o, machine);
   if (o.mode == "pooler") return run_pooler(admin, o.setup, o.runs, o.json_path, machine);
+  if (o.mode == "tracing") return run_tracing(admin, o.setup, o.runs, o.json_path, machine);
   return run_single(admin, o, machine);
 }
 
@@ -424,8 +429,8 @@ int main(int argc, char** argv) {
   awa::bench::Options o;
   auto& st = o.setup;
   CLI::App app{"e2e: the full runtime (awa::Client) under a fixed offered load, or draining"};
-  app.add_option("--mode", o.mode, "rate | drain | compare | ladder | pooler")
-      ->check(CLI::IsMember({"rate", "drain", "compare", "ladder", "pooler"}))
+  app.add_option("--mode", o.mode, "rate | drain | compare | ladder | pooler | tracing")
+      ->check(CLI::IsMember({"rate", "drain", "compare", "ladder", "pooler", "tracing"}))
       ->capture_default_str();
   app.add_option("--rate", st.rate, "rate mode: jobs/s offered")->capture_default_str();
   app.add_option("--seconds", st.seconds, "rate, ladder: seconds of offered load")
@@ -436,7 +441,8 @@ int main(int argc, char** argv) {
                                    "(ladder: under load, default 4)")
                         ->capture_default_str();
   app.add_option("--batch", st.batch, "rate mode: jobs per insert call")->capture_default_str();
-  app.add_option("--jobs", st.jobs, "drain, compare, ladder: jobs seeded")->capture_default_str();
+  app.add_option("--jobs", st.jobs, "drain, compare, ladder, tracing: jobs seeded")
+      ->capture_default_str();
   app.add_option("--shards", st.shards, "the queue's enqueue_shards")->capture_default_str();
   app.add_option("--completion-writers", st.completion_writers,
                  "completion flushes in flight at once (ClientOptions::completion_writers; 0: its "

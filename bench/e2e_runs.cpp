@@ -1,5 +1,7 @@
 #include "e2e_runs.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -115,6 +117,15 @@ std::optional<Clock::time_point> wait_completed(const Client& client, std::uint6
   return std::nullopt;
 }
 
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 ClientOptions client_options(const std::string& schema, const E2eSetup& o) {
   ClientOptions co;
   co.database_url = database_url();
@@ -130,6 +141,7 @@ ClientOptions client_options(const std::string& schema, const E2eSetup& o) {
   // The end-to-end latency is read from the attempt history afterwards, which a ring
   // prune would remove; bench soak measures the runtime with the rings turning.
   co.ring_rotate_interval = std::chrono::milliseconds(0);
+  co.tracing = o.tracing.value_or(trace::ExportOptions{});
   return co;
 }
 
@@ -325,6 +337,7 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
     }
   }
   const auto engine0 = EngineSnapshot::take(kQueue);
+  const double cpu0 = process_cpu_s();
   const auto t0 = Clock::now();
   std::optional<DepthSampler> depth;
   if (o.sample_depth) depth.emplace(schema.quoted(), t0);
@@ -334,9 +347,11 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
     client.start();
   }
   const auto done = wait_completed(client, static_cast<std::uint64_t>(o.jobs), kDrainLimit);
+  r.cpu_s = process_cpu_s() - cpu0;
   if (depth) r.depth = depth->stop();
   client.stop();
   r.stats = client.stats();
+  r.tracing = client.tracing_stats();
   if (!done) {
     throw std::runtime_error(fmt::format("only {} of {} jobs completed within {} s",
                                          r.stats.completed, o.jobs,

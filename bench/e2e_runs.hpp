@@ -41,6 +41,8 @@ struct E2eSetup {
   // drain: sample the queue depth (DepthSampler) during the run. Each sample counts the
   // backlog's index entries: server work the storage cell does not have.
   bool sample_depth = true;
+  // The Client's tracing (ClientOptions::tracing); unset: off, whatever OTEL_* says.
+  std::optional<trace::ExportOptions> tracing;
 };
 
 struct DepthSample {
@@ -64,6 +66,9 @@ struct RunResult {
   double claim_ms_mean = 0;
   std::uint64_t flushes = 0;
   double flush_ms_mean = 0;
+  // drain: this process's CPU time (user + system) over the measured window.
+  double cpu_s = 0;
+  trace::ExportStats tracing;  // what the Client's span exporter did
 };
 
 RunResult run_rate(pg::Connection& admin, const E2eSetup& o);
@@ -71,6 +76,11 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o);
 
 // e2e --mode pooler (e2e_pooler.cpp): per run, a drain and an idle-pickup rate run
 // (200 jobs/s) direct, through the pooler with a direct URL, and through it poll-only.
+// e2e --mode tracing (e2e_tracing.cpp): per run, a drain with tracing off and one with
+// every attempt's span exported to an OTLP/HTTP sink in this process, in alternating order.
+int run_tracing(pg::Connection& admin, const E2eSetup& st, int runs, const std::string& json_path,
+                const MachineInfo& machine);
+
 int run_pooler(pg::Connection& admin, const E2eSetup& st, int runs, const std::string& json_path,
                const MachineInfo& machine);
 

@@ -15,6 +15,7 @@
 #include "awa/error.hpp"
 #include "awa/queue_storage.hpp"
 #include "awa/trace.hpp"
+#include "awa/tracing.hpp"
 #include "cli.hpp"
 
 namespace awa::cli {
@@ -116,6 +117,9 @@ int enqueue(const Context& ctx, const EnqueueArgs& a) {
   // (QueueStorage checks the schema name).
   validate_job(job);
   QueueStorage store(StorageOptions{ctx.schema});
+  // With the OTEL_* variables set, a traced enqueue records its send span (sent before
+  // the command exits).
+  const trace::Tracing tracing(trace::ExportOptions::from_env());
 
   auto conn = ctx.connect();
   if (a.unique) {

@@ -41,6 +41,7 @@
 #include "awa/periodic.hpp"
 #include "awa/queue_storage.hpp"
 #include "awa/trace.hpp"
+#include "awa/tracing.hpp"
 
 namespace awa {
 
@@ -313,6 +314,11 @@ struct ClientOptions {
   // cancels) and the maintenance leader's advisory lock and statements (one). Claims,
   // completions, heartbeats and enqueues still go through database_url. Default: empty.
   std::string direct_database_url;
+  // OpenTelemetry spans (awa/tracing.hpp, docs/observability.md "Tracing"). Unset
+  // (default): trace::ExportOptions::from_env(), so the standard OTEL_* variables turn it
+  // on; off when none is set. An ExportOptions with enabled = false: off, whatever the
+  // environment says.
+  std::optional<trace::ExportOptions> tracing;
 };
 
 struct ClientStats {
@@ -378,6 +384,12 @@ class Client {
   // completion flush failed in the last 30 s. Each reason names what is wrong. A database
   // that accepts connections but never answers makes this call wait for it.
   metrics::Readiness readiness() const;
+
+  // What the span exporter did (zeros when tracing is off).
+  trace::ExportStats tracing_stats() const;
+  // Exports the spans recorded so far; false when the collector did not take them within
+  // `timeout`. stop() does this with the export timeout.
+  bool flush_traces(std::chrono::milliseconds timeout);
 
  private:
   struct Impl;

@@ -49,6 +49,16 @@ Client::Impl::Impl(ClientOptions o)
       wake_sql_(sql::file("queries/runtime/wake.sql")),
       token_(random_token()) {
   sql::quote_schema(options_.schema);  // InvalidArgument for a bad name, before start()
+  // Registered even with tracing off, so dashboards and alerts find the series.
+  auto& registry =
+      options_.metrics_registry ? *options_.metrics_registry : metrics::default_registry();
+  trace::detail::spans_dropped(registry);
+  trace::detail::spans_exported(registry);
+  auto tracing = options_.tracing ? *options_.tracing : trace::ExportOptions::from_env();
+  if (tracing.enabled) {
+    trace::detail::check(tracing);
+    tracer_ = std::make_shared<trace::detail::Tracer>(std::move(tracing), registry);
+  }
   if (options_.pool_size < 1) throw InvalidArgument("ClientOptions: pool_size must be >= 1");
   if (options_.max_workers < 0) throw InvalidArgument("ClientOptions: max_workers must be >= 0");
   if (options_.completion_writers < 1)
@@ -199,6 +209,10 @@ void Client::Impl::start() {
     throw;
   }
   phase_ = Phase::kRunning;
+  if (tracer_) {
+    trace::detail::install(tracer_);
+    spdlog::info("tracing: spans exported to {} (OTLP/HTTP JSON)", tracer_->options().endpoint);
+  }
   std::string names;
   for (const auto& q : queues_)
     names +=
@@ -272,6 +286,14 @@ void Client::Impl::shutdown() {
   if (maintenance_) maintenance_->stop();
   // 7. Nothing writes the instance's row any more: remove it.
   remove_instance();
+  // 8. The last spans go out, as far as the collector takes them within its timeout.
+  if (tracer_) {
+    trace::detail::uninstall(tracer_.get());
+    if (!tracer_->flush(tracer_->options().timeout)) {
+      spdlog::warn("tracing: spans still queued after {} ms; dropped at exit",
+                   tracer_->options().timeout.count());
+    }
+  }
   phase_ = Phase::kStopped;
   const auto s = stats();
   spdlog::info(
@@ -421,6 +443,12 @@ std::vector<JobId> Client::insert_many(std::span<const NewJob> jobs) {
 }
 
 QueueStorage& Client::storage() { return *impl_->store_; }
+trace::ExportStats Client::tracing_stats() const {
+  return impl_->tracer_ ? impl_->tracer_->stats() : trace::ExportStats{};
+}
+bool Client::flush_traces(std::chrono::milliseconds timeout) {
+  return !impl_->tracer_ || impl_->tracer_->flush(timeout);
+}
 ClientStats Client::stats() const { return impl_->stats(); }
 
 }  // namespace awa

@@ -58,6 +58,7 @@
 #include "runtime/instance_registry.hpp"
 #include "runtime/maintenance_leader.hpp"
 #include "storage/stored_json.hpp"
+#include "trace/tracer.hpp"
 
 namespace awa {
 namespace client_detail {
@@ -310,6 +311,11 @@ struct Client::Impl {
   }
 
   void run_job(Job& job);
+  // The attempt's "process" span (not started when tracing is off) and its end, with the
+  // outcome the handler reported.
+  trace::detail::ActiveSpan process_span(const Job& job,
+                                         const std::optional<trace::Context>& stored);
+  void end_process_span(trace::detail::ActiveSpan& span, const Job& job, const JobResult& result);
 
   // --- external callbacks (runtime/callbacks.cpp) -----------------------------------------
 
@@ -374,6 +380,9 @@ struct Client::Impl {
   std::vector<std::unique_ptr<QueueState>> queues_;
   std::vector<PeriodicJob> periodic_;  // upserted at start()
   int cap_ = 0;
+  // Spans' recorder and exporter (awa/tracing.hpp): made by the constructor when tracing
+  // is on, the process's tracer between start() and stop(), flushed by stop().
+  std::shared_ptr<trace::detail::Tracer> tracer_;
 
   mutable std::mutex lifecycle_mu_;                      // serialises start()/stop()
   Phase phase_ = Phase::kNew;                            // guarded by lifecycle_mu_

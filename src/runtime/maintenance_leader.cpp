@@ -46,7 +46,19 @@ MaintenanceLeader::MaintenanceLeader(MaintenanceOptions options, QueueStorage& s
       lease_ttl_(options_.lease_ttl.count() > 0
                      ? options_.lease_ttl
                      : std::max<std::chrono::milliseconds>(5 * options_.interval,
-                                                           std::chrono::seconds(2))) {
+                                                           std::chrono::seconds(2))),
+      leader_gauge_(storage::metrics_registry(store)
+                        .gauge("awa_maintenance_leader",
+                               "1 while this process is the schema's maintenance leader "
+                               "(promotion, rescue, queue gauges, periodic jobs), else 0; "
+                               "summed over processes it is 1 when the schema has a leader",
+                               {"schema"})
+                        .with({options_.schema})),
+      rescued_total_(storage::metrics_registry(store).counter(
+          "awa_jobs_rescued_total",
+          "Attempts the maintenance leader closed because their heartbeat went stale, by what "
+          "became of the job: rescued (retried), failed or dlq",
+          {"schema", "state"})) {
   if (options_.batch < 1) throw InvalidArgument("maintenance: batch must be at least 1");
 }
 
@@ -79,6 +91,7 @@ void MaintenanceLeader::run() {
   // The public wrapper, so that Admin can use it too; pg::native() for everything else.
   std::optional<awa::Connection> conn;
   auto backoff = kMinBackoff;
+  bool in_gauge = false;  // this leader counts in awa_maintenance_leader
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -131,8 +144,15 @@ void MaintenanceLeader::run() {
       wait = backoff;
       backoff = std::min(backoff * 2, kMaxBackoff);
     }
+    // Moved by this leader's own transitions, not set: two clients of one process on the
+    // same schema share the series, and it counts the leaders among them.
+    if (leader_.load() != in_gauge) {
+      in_gauge = !in_gauge;
+      in_gauge ? leader_gauge_.inc() : leader_gauge_.dec();
+    }
     if (!pause(wait)) break;
   }
+  if (in_gauge) leader_gauge_.dec();
   if (conn && leader_.load()) {
     try {
       if (lease()) {
@@ -240,6 +260,7 @@ void MaintenanceLeader::rescue(awa::Connection& conn) {
     const auto rescued = store_.rescue(conn, options_.stale_after, options_.batch);
     if (!rescued.empty()) {
       rescued_.fetch_add(rescued.size(), std::memory_order_relaxed);
+      for (const auto& r : rescued) rescued_total_.with({options_.schema, r.state}).inc();
       spdlog::info("maintenance: rescued {} stale attempts (first: job {} {}: {})", rescued.size(),
                    rescued.front().job_id, rescued.front().state, rescued.front().why);
     }

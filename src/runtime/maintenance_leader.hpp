@@ -67,6 +67,7 @@
 #include <thread>
 
 #include "awa/connection.hpp"
+#include "awa/metrics.hpp"
 #include "awa/queue_storage.hpp"
 #include "pg/connection.hpp"
 #include "storage/queue_gauges.hpp"
@@ -208,6 +209,10 @@ class MaintenanceLeader {
   std::thread thread_;
 
   std::atomic<bool> leader_{false};
+  // awa_maintenance_leader{schema}: 1 while this process leads (updated every round), and
+  // awa_jobs_rescued_total{schema,state}: what rescue did to the attempts it closed.
+  metrics::Gauge& leader_gauge_;
+  metrics::Family<metrics::Counter>& rescued_total_;
   std::atomic<std::uint64_t> rescued_{0};
   std::atomic<std::uint64_t> promoted_{0};
   std::atomic<std::uint64_t> rotations_{0};

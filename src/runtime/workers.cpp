@@ -8,6 +8,7 @@
 #include "awa/trace.hpp"
 #include "storage/job_metadata.hpp"
 #include "storage/store_access.hpp"
+#include "trace/tracer.hpp"
 
 namespace awa {
 namespace {
@@ -27,7 +28,66 @@ milliseconds unknown_kind_delay(const ClaimedEntry& e) {
   return std::clamp(age / 10, kUnknownKindMinDelay, kUnknownKindMaxDelay);
 }
 
+const char* outcome_name(const ClaimedEntry& e, Outcome o) {
+  switch (o) {
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kRetry:
+      return e.attempt < e.max_attempts ? "retried" : "failed";
+    case Outcome::kFail:
+      return "failed";
+    case Outcome::kSnooze:
+      return "snoozed";
+    case Outcome::kCancel:
+      return "cancelled";
+    case Outcome::kWaitForCallback:
+      return "waiting_callback";
+  }
+  return "unknown";
+}
+
 }  // namespace
+
+trace::detail::ActiveSpan Client::Impl::process_span(const Job& job,
+                                                     const std::optional<trace::Context>& stored) {
+  if (!tracer_) return {};
+  const auto& e = job.entry();
+  // The first attempt continues the producer's trace; a later one starts its own, linked
+  // to it (the OpenTelemetry messaging conventions' choice for a message processed more
+  // than once: one trace per attempt, not one ever-growing trace).
+  const bool child = stored && e.attempt <= 1;
+  trace::detail::ActiveSpan span(tracer_, "process " + e.queue, trace::detail::Kind::kConsumer,
+                                 child ? &*stored : nullptr);
+  if (stored && !child) span.link(*stored);
+  span.attribute("messaging.system", "awa");
+  span.attribute("messaging.operation.type", "process");
+  span.attribute("messaging.operation.name", "process");
+  span.attribute("messaging.destination.name", e.queue);
+  span.attribute("messaging.destination.partition.id", std::to_string(e.enqueue_shard));
+  span.attribute("messaging.message.id", std::to_string(e.job_id));
+  span.attribute("awa.job.id", e.job_id);
+  span.attribute("awa.job.kind", e.kind);
+  span.attribute("awa.job.queue", e.queue);
+  span.attribute("awa.job.attempt", e.attempt);
+  span.attribute("awa.job.max_attempts", e.max_attempts);
+  span.attribute("awa.job.shard", e.enqueue_shard);
+  return span;
+}
+
+void Client::Impl::end_process_span(trace::detail::ActiveSpan& span, const Job& job,
+                                    const JobResult& result) {
+  if (!span.recording()) return;
+  const auto& e = job.entry();
+  const char* outcome = outcome_name(e, result.outcome());
+  span.attribute("awa.job.outcome", outcome);
+  if (result.outcome() == Outcome::kRetry || result.outcome() == Outcome::kFail) {
+    span.error(result.message());
+    if (std::string_view(outcome) == "retried") {
+      span.event("retry", {{"awa.job.next_attempt", e.attempt + 1}});
+    }
+  }
+  span.end();
+}
 
 Client::Impl::Job* Client::Impl::take_ready() {
   // After stop() begins nothing new starts: the unstarted jobs are handed back.
@@ -79,6 +139,20 @@ void Client::Impl::work() {
 }
 
 void Client::Impl::run_job(Job& job) {
+  // The attempt's "process" span (when tracing is on), made the thread's current context
+  // while the handler runs, so the jobs it enqueues, its follow-ups and its own spans are
+  // its children. Without tracing the job's stored context is current instead.
+  const auto context = job.trace_context();
+  auto span = process_span(job, context);
+  const trace::detail::ThreadTracer thread_tracer(tracer_);
+  std::optional<trace::Scope> scope;
+  if (span.started()) {
+    scope.emplace(span.context());
+  } else if (context) {
+    scope.emplace(*context);
+  } else {
+    scope.emplace();
+  }
   const auto it = handlers_.find(job.kind());
   if (it == handlers_.end()) {
     const auto delay = unknown_kind_delay(job.entry());
@@ -90,16 +164,9 @@ void Client::Impl::run_job(Job& job) {
                                     fmt::format("no worker registered for kind {} in {}",
                                                 job.kind(), options_.application_name),
                                     delay));
+    span.attribute("awa.job.outcome", "snoozed");
+    span.event("unknown kind", {{"awa.job.kind", job.kind()}});
     return;
-  }
-  // The job's trace context is the thread's current one while its handler runs: the jobs
-  // it enqueues, and its follow-ups, carry the trace on.
-  const auto context = job.trace_context();
-  std::optional<trace::Scope> scope;
-  if (context) {
-    scope.emplace(*context);
-  } else {
-    scope.emplace();
   }
   JobResult result = JobResult::completed();
   try {
@@ -114,6 +181,7 @@ void Client::Impl::run_job(Job& job) {
     result = JobResult::failed("handler threw a non-std::exception", true);
   }
   if (result.outcome() == Outcome::kWaitForCallback) {
+    end_process_span(span, job, result);
     if (!result.follow_ups().empty()) {
       spdlog::warn(
           "job {}: waits for a callback; its {} follow-up job(s) were not enqueued (a "
@@ -135,6 +203,7 @@ void Client::Impl::run_job(Job& job) {
     }
   }
   if (!bad_follow_up.empty()) result = JobResult::failed(bad_follow_up, true);
+  end_process_span(span, job, result);
   if (job.finalized() && result.outcome() == Outcome::kCompleted) {
     if (!result.follow_ups().empty()) {
       spdlog::warn(

@@ -1,8 +1,11 @@
 #include "storage/job_metadata.hpp"
 
-namespace awa::storage {
+#include "storage/send_span.hpp"
 
-const trace::Context* merged_trace(const NewJob& job) {
+namespace awa::storage {
+namespace {
+
+const trace::Context* producer_trace(const NewJob& job) {
   if (job.opts.trace) return &*job.opts.trace;
   const trace::Context* current = trace::current();
   // A traceparent the producer put in the metadata itself is the job's own: kept.
@@ -11,6 +14,17 @@ const trace::Context* merged_trace(const NewJob& job) {
     return nullptr;
   }
   return current;
+}
+
+}  // namespace
+
+const trace::Context* merged_trace(const NewJob& job) {
+  const trace::Context* producer = producer_trace(job);
+  // Inside an insert's send span the job is that span's child.
+  if (producer) {
+    if (const auto* send = SendSpan::replacement(*producer)) return send;
+  }
+  return producer;
 }
 
 std::optional<std::string> metadata_text(const NewJob& job) {

@@ -1,6 +1,6 @@
 // The metadata column's value of a new job: its metadata with its trace context merged in
 // (InsertOpts::trace; else the thread's trace::current() unless the metadata names a
-// traceparent). Internal.
+// traceparent; inside the insert's send span, that span's context). Internal.
 #pragma once
 
 #include <optional>

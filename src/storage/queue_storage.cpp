@@ -12,6 +12,7 @@
 #include "schema/sql_catalog.hpp"
 #include "storage/consume.hpp"
 #include "storage/enqueue_impl.hpp"
+#include "storage/send_span.hpp"
 #include "storage/store_access.hpp"
 #include "storage/validate.hpp"
 
@@ -42,16 +43,24 @@ QueueStorage::QueueStorage(StorageOptions options)
 QueueStorage::~QueueStorage() = default;
 
 JobId QueueStorage::insert(Connection& conn, const NewJob& job) {
-  return impl_->insert_ids(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
+  const std::span<const NewJob> jobs(&job, 1);
+  return storage::traced_insert(jobs,
+                                [&] { return impl_->insert_ids(pg::native(conn), jobs, false); })
+      .front();
 }
 InsertResult QueueStorage::insert_result(Connection& conn, const NewJob& job) {
-  return impl_->insert_results(pg::native(conn), std::span<const NewJob>(&job, 1), false).front();
+  const std::span<const NewJob> jobs(&job, 1);
+  return storage::traced_insert(
+             jobs, [&] { return impl_->insert_results(pg::native(conn), jobs, false); })
+      .front();
 }
 std::vector<JobId> QueueStorage::insert_many(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_ids(pg::native(conn), jobs, false);
+  return storage::traced_insert(jobs,
+                                [&] { return impl_->insert_ids(pg::native(conn), jobs, false); });
 }
 std::vector<JobId> QueueStorage::insert_many_copy(Connection& conn, std::span<const NewJob> jobs) {
-  return impl_->insert_ids(pg::native(conn), jobs, true);
+  return storage::traced_insert(jobs,
+                                [&] { return impl_->insert_ids(pg::native(conn), jobs, true); });
 }
 int QueueStorage::enqueue_shards(Connection& conn, const std::string& queue) {
   return storage::enqueue_shards(*this, pg::native(conn), queue);
@@ -95,15 +104,18 @@ namespace storage {
 
 std::vector<JobId> insert_many(QueueStorage& store, pg::Connection& conn,
                                std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, false);
+  return traced_insert(
+      jobs, [&] { return detail::StorageAccess::impl(store).insert_ids(conn, jobs, false); });
 }
 std::vector<JobId> insert_many_copy(QueueStorage& store, pg::Connection& conn,
                                     std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_ids(conn, jobs, true);
+  return traced_insert(
+      jobs, [&] { return detail::StorageAccess::impl(store).insert_ids(conn, jobs, true); });
 }
 std::vector<InsertResult> insert_results(QueueStorage& store, pg::Connection& conn,
                                          std::span<const NewJob> jobs) {
-  return detail::StorageAccess::impl(store).insert_results(conn, jobs, false);
+  return traced_insert(
+      jobs, [&] { return detail::StorageAccess::impl(store).insert_results(conn, jobs, false); });
 }
 int enqueue_shards(QueueStorage& store, pg::Connection& conn, const std::string& queue) {
   validate_queue_name(queue);

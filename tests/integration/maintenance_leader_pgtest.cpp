@@ -3,6 +3,7 @@
 // throw ended the round: while rescue failed, no scheduled job was ever promoted.
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "runtime/maintenance_leader.hpp"
 #include "runtime_support.hpp"
+#include "storage/store_access.hpp"
 
 namespace awa::testing {
 namespace {
@@ -85,6 +87,47 @@ TEST_F(MaintenanceLeaderTest, PromotionStillRunsWhileRescueFails) {
       seconds(10)));
   leader.stop();
   EXPECT_GE(leader.rescued(), 1U);
+}
+
+// awa_maintenance_leader counts the leaders among the process's maintenance threads of a
+// schema (the alert on a schema without a leader sums it over processes), and
+// awa_jobs_rescued_total what rescue did.
+TEST_F(MaintenanceLeaderTest, TheLeaderGaugeCountsLeadersAndRescuesAreCountedByOutcome) {
+  const auto orphan = enqueue("orphan", 1).at(0);
+  ASSERT_EQ(storage::consumer(*store_).claim(conn(), "orphan").size(), 1U);
+  auto& registry = storage::metrics_registry(*store_);
+  const auto leaders = [&] {
+    return registry.gauge("awa_maintenance_leader", "", {"schema"}).with({schema_}).value();
+  };
+  const auto rescued = [&] {
+    return registry.counter("awa_jobs_rescued_total", "", {"schema", "state"})
+        .with({schema_, "rescued"})
+        .value();
+  };
+  {
+    runtime::MaintenanceLeader first(leader_options(), *store_);
+    runtime::MaintenanceLeader second(leader_options(), *store_);
+    EXPECT_EQ(leaders(), 0.0) << "the series exists before any leadership";
+    first.start();
+    ASSERT_TRUE(eventually([&] { return first.leader(); }, seconds(10)));
+    second.start();
+    ASSERT_TRUE(eventually([&] { return rescued() == 1U; }, seconds(10)))
+        << "job " << orphan << " rescued, counted once";
+    // The second one tries the lock every round and never gets it: one leader.
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_FALSE(second.leader());
+    EXPECT_EQ(leaders(), 1.0);
+    first.stop();
+    EXPECT_TRUE(eventually([&] { return second.leader() && leaders() == 1.0; }, seconds(10)))
+        << "the other one takes over: " << leaders();
+    second.stop();
+  }
+  EXPECT_EQ(leaders(), 0.0) << "stopped leaders leave the gauge at 0";
+  const auto text = registry.expose();
+  EXPECT_NE(text.find(fmt::format("awa_jobs_rescued_total{{schema=\"{}\",state=\"rescued\"}} 1",
+                                  schema_)),
+            std::string::npos)
+      << text.substr(0, 2000);
 }
 
 }  // namespace
