@@ -101,7 +101,18 @@ void Harness::spawn_worker(std::size_t i) {
                    // every attempt's record
                    "--rotate-ms", "0", "--poll-ms", "250", "--shutdown-timeout-ms", "3000",
                    "--pool-size", "4", "--no-migrate"};
-  s.pid = spawn(argv, fmt::format("{}/worker-{}.log", o_.log_dir, i));
+  // Worker 0 exports its spans to the harness's collector, worker 1 to one that refuses
+  // them: through env(1), which execs awa in the same process (the pid stays the worker's).
+  std::vector<std::string> traced = argv;
+  if (!credit && otlp_ && i < 2) {
+    traced.insert(traced.begin(),
+                  {"/usr/bin/env",
+                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" +
+                       (i == 0 ? otlp_->accepting_url() : otlp_->refusing_url()),
+                   "OTEL_SERVICE_NAME=chaos-worker-" + std::to_string(i),
+                   "OTEL_BSP_SCHEDULE_DELAY=200", "OTEL_EXPORTER_OTLP_TIMEOUT=2000"});
+  }
+  s.pid = spawn(traced, fmt::format("{}/worker-{}.log", o_.log_dir, i));
   s.expected_exit = false;
   s.respawn_at.reset();
   s.cont_at.reset();
@@ -221,6 +232,7 @@ int Harness::run() {
     awa::Admin().set_enqueue_shards(conn, o_.queue, 4);
   }
 
+  otlp_ = std::make_unique<OtlpSink>();
   slots_.resize(static_cast<std::size_t>(o_.workers) + (o_.credit_worker.empty() ? 0 : 1));
   for (std::size_t i = 0; i < slots_.size(); ++i) spawn_worker(i);
   // Parked callbacks first: the faults must meet a rescue that has them to look past.
@@ -361,9 +373,18 @@ int Harness::run() {
                   "faults without a later completion: {}",
                   unexpected_exits_, stop_timeouts_, sanitizer, unrecovered));
   for (const auto& p : r.problems) say("VIOLATION " + p);
+  // The workers have stopped, each sending its last spans first.
+  const auto spans = otlp_->counts();
+  say(fmt::format(
+      "tracing: worker 0 exported {} process spans of {} jobs ({} malformed); worker 1's "
+      "collector refused {} requests",
+      spans.process_spans, spans.jobs, spans.malformed, spans.refused_requests));
+  const bool tracing_ok = spans.process_spans > 0 && spans.malformed == 0 &&
+                          (o_.workers < 2 || spans.refused_requests > 0);
+  if (!tracing_ok) say("VIOLATION tracing: no spans arrived, or malformed ones, or none refused");
 
-  const bool ok =
-      r.ok() && unrecovered == 0 && stop_timeouts_ == 0 && sanitizer == 0 && pstats.errors == 0;
+  const bool ok = r.ok() && unrecovered == 0 && stop_timeouts_ == 0 && sanitizer == 0 &&
+                  pstats.errors == 0 && tracing_ok;
   const auto faults = static_cast<std::int64_t>(fault_times_.size());
   fmt::print(
       "jobs={} lost={} double_finalised={} producer_errors={} faults={} "

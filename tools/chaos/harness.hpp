@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "otlp_sink.hpp"
 #include "pg/connection.hpp"
 #include "schedule.hpp"
 
@@ -92,6 +94,7 @@ class Harness {
   std::size_t restart_fault_ = 0;  // its index in fault_times_
   std::vector<Wall::time_point> fault_times_;
   std::vector<std::string> fault_lines_;
+  std::unique_ptr<OtlpSink> otlp_;  // made before the first worker starts
   int unexpected_exits_ = 0;
   int stop_timeouts_ = 0;
 };
