@@ -69,13 +69,16 @@ test: test-deps format-check docs-check build pg
 	$(WITH_DB) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600
 
 # The runtime's threads under ThreadSanitizer: the in-process tests of the client, its
-# prefetch, the completion batcher, the pool, the metrics registry and `awa serve`'s HTTP
-# server, in a binary of their own (awa_tsan_tests: only the files that hold these
+# prefetch, the completion batcher, the pool, the metrics registry, `awa serve`'s HTTP
+# server and the span exporter, in a binary of their own (awa_tsan_tests: only the files that hold these
 # suites). Its own build folder; the `awa` binary the runtime tests spawn is built with it.
 # -O1 (what ThreadSanitizer's documentation asks for reasonable speed) and line tables: it builds
 # faster than -O2 -g, and reports keep file and line.
 TSAN_DIR ?= build-tsan
-TSAN_TESTS ?= RuntimeTest.*:ReadinessTest.*:PrefetchTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*:ServeTest.*
+# Of the tracing tests, those whose spans cross the exporter's queue and thread under
+# load: a full trace, a slow collector, one that is down.
+TSAN_TRACING = TracingTest.ARequests*:TracingTest.ASlowCollector*:TracingTest.ACollectorThatIsDown*
+TSAN_TESTS ?= RuntimeTest.*:ReadinessTest.*:PrefetchTest.*:CompletionBatcherTest.*:PoolTest.*:MetricsTest.*:NotifyTest.*:ServeTest.*:$(TSAN_TRACING)
 test-tsan: deps pg
 	@[ -f $(TSAN_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSAN_DIR) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
