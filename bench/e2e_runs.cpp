@@ -347,9 +347,10 @@ RunResult run_drain(pg::Connection& admin, const E2eSetup& o) {
     client.start();
   }
   const auto done = wait_completed(client, static_cast<std::uint64_t>(o.jobs), kDrainLimit);
-  r.cpu_s = process_cpu_s() - cpu0;
   if (depth) r.depth = depth->stop();
   client.stop();
+  // After stop(), which sends the last spans when tracing is on: their cost counts.
+  r.cpu_s = process_cpu_s() - cpu0;
   r.stats = client.stats();
   r.tracing = client.tracing_stats();
   if (!done) {

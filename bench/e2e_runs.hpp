@@ -66,7 +66,8 @@ struct RunResult {
   double claim_ms_mean = 0;
   std::uint64_t flushes = 0;
   double flush_ms_mean = 0;
-  // drain: this process's CPU time (user + system) over the measured window.
+  // drain: this process's CPU time (user + system) from the clock's start to the end of
+  // stop() (which sends the spans still queued).
   double cpu_s = 0;
   trace::ExportStats tracing;  // what the Client's span exporter did
 };

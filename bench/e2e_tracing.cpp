@@ -4,7 +4,8 @@
 // this process (a cpp-httplib server on 127.0.0.1 that counts the bytes and answers 200,
 // as a collector would; it does not parse them). The order alternates from run to run, so
 // a drifting machine favours neither cell. Reports completed/s and CPU µs per job (this
-// process, user + system, over the measured window: the sink's thread included) per cell,
+// process, user + system, from the clock's start to the end of stop(), so the spans still
+// queued when the last job completes are sent inside it; the sink's thread included) per cell,
 // their medians with min–max, and the per-run ratios.
 #include <httplib.h>
 
@@ -84,9 +85,10 @@ int run_tracing(pg::Connection& admin, const E2eSetup& st, int runs, const std::
     t.enabled = true;
     t.endpoint = sink.url();
     t.service_name = "awa-bench";
-    // Larger than the SDK default: a drain records tens of thousands of spans a second,
-    // and the cost measured is recording and exporting them, not dropping them.
-    t.max_queue = 65536;
+    // Room for every span of the run (the SDK default is 2048): a drain records spans
+    // faster than one thread sends them, and the cost measured is recording and exporting
+    // them all, not dropping most.
+    t.max_queue = static_cast<std::size_t>(st.jobs) * 2;
     t.schedule_delay = std::chrono::milliseconds(200);
     traced.tracing = t;
     const auto bytes0 = sink.bytes();

@@ -83,7 +83,7 @@ void Client::Impl::end_process_span(trace::detail::ActiveSpan& span, const Job& 
   if (result.outcome() == Outcome::kRetry || result.outcome() == Outcome::kFail) {
     span.error(result.message());
     if (std::string_view(outcome) == "retried") {
-      span.event("retry", {{"awa.job.next_attempt", e.attempt + 1}});
+      span.event("retry", {{"awa.job.next_attempt", std::int64_t{e.attempt} + 1}});
     }
   }
   span.end();

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <iterator>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,54 +19,108 @@
 namespace awa::trace::detail {
 namespace {
 
-nlohmann::json attribute_value(const nlohmann::json& v) {
-  if (v.is_boolean()) return {{"boolValue", v.get<bool>()}};
-  if (v.is_number_integer()) return {{"intValue", std::to_string(v.get<std::int64_t>())}};
-  if (v.is_number()) return {{"doubleValue", v.get<double>()}};
-  if (v.is_string()) return {{"stringValue", v}};
-  return {{"stringValue", v.dump()}};
+// A JSON string. Plain printable ASCII, the usual case, is copied as it is; anything else
+// (quotes, control characters, UTF-8, bytes that are not UTF-8) goes through
+// nlohmann::json's serializer, which escapes it and replaces invalid bytes, so a
+// handler's attribute can never make the request invalid JSON.
+void put_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
+  out +=
+      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-nlohmann::json attributes(const std::vector<Attribute>& attrs) {
-  auto out = nlohmann::json::array();
-  for (const auto& a : attrs) out.push_back({{"key", a.key}, {"value", attribute_value(a.value)}});
-  return out;
-}
-
-nlohmann::json span_json(const SpanData& s) {
-  nlohmann::json j = {
-      {"traceId", s.trace_id},
-      {"spanId", s.span_id},
-      {"name", s.name},
-      {"kind", static_cast<int>(s.kind)},
-      {"startTimeUnixNano", std::to_string(s.start_ns)},
-      {"endTimeUnixNano", std::to_string(s.end_ns)},
-      {"attributes", attributes(s.attributes)},
-  };
-  if (!s.parent_span_id.empty()) j["parentSpanId"] = s.parent_span_id;
-  if (!s.trace_state.empty()) j["traceState"] = s.trace_state;
-  if (!s.events.empty()) {
-    auto events = nlohmann::json::array();
-    for (const auto& e : s.events) {
-      events.push_back({{"timeUnixNano", std::to_string(e.time_ns)},
-                        {"name", e.name},
-                        {"attributes", attributes(e.attributes)}});
+void put_value(std::string& out, const Value& v) {
+  if (const auto* str = std::get_if<std::string>(&v)) {
+    out += R"({"stringValue":)";
+    put_string(out, *str);
+  } else if (const auto* i = std::get_if<std::int64_t>(&v)) {
+    // 64-bit integers are strings in the protobuf JSON mapping.
+    fmt::format_to(std::back_inserter(out), R"({{"intValue":"{}")", *i);
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    if (std::isfinite(*d)) {
+      fmt::format_to(std::back_inserter(out), R"({{"doubleValue":{}}})", *d);
+      return;
     }
-    j["events"] = std::move(events);
+    // JSON has no NaN or infinity; the protobuf JSON mapping spells them as strings.
+    fmt::format_to(std::back_inserter(out), R"({{"doubleValue":"{}")",
+                   std::isnan(*d) ? "NaN" : (*d > 0 ? "Infinity" : "-Infinity"));
+  } else {
+    out += std::get<bool>(v) ? R"({"boolValue":true)" : R"({"boolValue":false)";
+  }
+  out += '}';
+}
+
+void put_attributes(std::string& out, const std::vector<Attribute>& attrs) {
+  out += '[';
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    if (i > 0) out += ',';
+    out += R"({"key":)";
+    put_string(out, attrs[i].key);
+    out += R"(,"value":)";
+    put_value(out, attrs[i].value);
+    out += '}';
+  }
+  out += ']';
+}
+
+void put_span(std::string& out, const SpanData& s) {
+  // Ids are hex already (the OTLP JSON encoding's exception to protobuf's base64).
+  fmt::format_to(std::back_inserter(out), R"({{"traceId":"{}","spanId":"{}")", s.trace_id,
+                 s.span_id);
+  if (!s.parent_span_id.empty()) {
+    fmt::format_to(std::back_inserter(out), R"(,"parentSpanId":"{}")", s.parent_span_id);
+  }
+  if (!s.trace_state.empty()) {
+    out += R"(,"traceState":)";
+    put_string(out, s.trace_state);
+  }
+  out += R"(,"name":)";
+  put_string(out, s.name);
+  fmt::format_to(std::back_inserter(out),
+                 R"(,"kind":{},"startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":)",
+                 static_cast<int>(s.kind), s.start_ns, s.end_ns);
+  put_attributes(out, s.attributes);
+  if (!s.events.empty()) {
+    out += R"(,"events":[)";
+    for (std::size_t i = 0; i < s.events.size(); ++i) {
+      const auto& e = s.events[i];
+      if (i > 0) out += ',';
+      fmt::format_to(std::back_inserter(out), R"({{"timeUnixNano":"{}","name":)", e.time_ns);
+      put_string(out, e.name);
+      out += R"(,"attributes":)";
+      put_attributes(out, e.attributes);
+      out += '}';
+    }
+    out += ']';
   }
   if (!s.links.empty()) {
-    auto links = nlohmann::json::array();
-    for (const auto& l : s.links) {
-      nlohmann::json link = {{"traceId", l.trace_id}, {"spanId", l.span_id}};
-      if (!l.trace_state.empty()) link["traceState"] = l.trace_state;
-      links.push_back(std::move(link));
+    out += R"(,"links":[)";
+    for (std::size_t i = 0; i < s.links.size(); ++i) {
+      const auto& l = s.links[i];
+      if (i > 0) out += ',';
+      fmt::format_to(std::back_inserter(out), R"({{"traceId":"{}","spanId":"{}")", l.trace_id,
+                     l.span_id);
+      if (!l.trace_state.empty()) {
+        out += R"(,"traceState":)";
+        put_string(out, l.trace_state);
+      }
+      out += '}';
     }
-    j["links"] = std::move(links);
+    out += ']';
   }
   if (s.status_code != 0) {
-    j["status"] = {{"code", s.status_code}, {"message", s.status_message}};
+    fmt::format_to(std::back_inserter(out), R"(,"status":{{"code":{},"message":)", s.status_code);
+    put_string(out, s.status_message);
+    out += '}';
   }
-  return j;
+  out += '}';
 }
 
 // http://host[:port][/path]; from_env() and the client check the scheme first.
@@ -147,18 +204,16 @@ Tracer::Tracer(ExportOptions options, metrics::Registry& registry)
   host_ = e.host;
   port_ = e.port;
   path_ = e.path;
-  auto attrs = nlohmann::json::array();
-  const auto add = [&](const std::string& k, const std::string& v) {
-    attrs.push_back({{"key", k}, {"value", {{"stringValue", v}}}});
-  };
-  add("service.name", options_.service_name);
-  add("telemetry.sdk.name", "awa");
-  add("telemetry.sdk.language", "cpp");
-  add("telemetry.sdk.version", AWA_VERSION);
+  std::vector<Attribute> attrs{{"service.name", Value(options_.service_name)},
+                               {"telemetry.sdk.name", Value(std::string("awa"))},
+                               {"telemetry.sdk.language", Value(std::string("cpp"))},
+                               {"telemetry.sdk.version", Value(std::string(AWA_VERSION))}};
   for (const auto& [k, v] : options_.resource_attributes) {
-    if (k != "service.name") add(k, v);
+    if (k != "service.name") attrs.push_back({k, Value(v)});
   }
-  resource_ = {{"attributes", std::move(attrs)}};
+  resource_json_ = R"({"attributes":)";
+  put_attributes(resource_json_, attrs);
+  resource_json_ += '}';
   thread_ = std::thread([this] { run(); });
 }
 
@@ -248,15 +303,17 @@ void Tracer::run() {
 }
 
 std::string Tracer::encode(const std::vector<SpanData>& spans) const {
-  auto out = nlohmann::json::array();
-  for (const auto& s : spans) out.push_back(span_json(s));
-  const nlohmann::json body = {{"resourceSpans",
-                                {{{"resource", resource_},
-                                  {"scopeSpans",
-                                   {{{"scope", {{"name", "awa"}, {"version", AWA_VERSION}}},
-                                     {"spans", std::move(out)}}}}}}}};
-  // A handler's attribute may hold bytes that are not UTF-8: replaced, not a failed batch.
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(256 + spans.size() * 1024);
+  out += R"({"resourceSpans":[{"resource":)";
+  out += resource_json_;
+  out += R"(,"scopeSpans":[{"scope":{"name":"awa","version":")" AWA_VERSION R"("},"spans":[)";
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0) out += ',';
+    put_span(out, spans[i]);
+  }
+  out += "]}]}]}";
+  return out;
 }
 
 bool Tracer::send(const std::vector<SpanData>& batch) {

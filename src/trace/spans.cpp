@@ -135,7 +135,7 @@ ActiveSpan::ActiveSpan(std::shared_ptr<Tracer> tracer, std::string name, Kind ki
 
 ActiveSpan::~ActiveSpan() { end(); }
 
-void ActiveSpan::attribute(std::string key, nlohmann::json value) {
+void ActiveSpan::set(std::string key, Value value) {
   if (!recording()) return;
   for (auto& a : data_.attributes) {
     if (a.key == key) {
@@ -155,7 +155,7 @@ void ActiveSpan::error(const std::string& message) {
   if (!recording()) return;
   data_.status_code = 2;
   data_.status_message = message;
-  event("exception", {Attribute{"exception.message", message}});
+  event("exception", {Attribute{"exception.message", Value(message)}});
 }
 
 void ActiveSpan::link(const Context& to) {

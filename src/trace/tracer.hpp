@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,9 +29,12 @@ namespace awa::trace::detail {
 // OTLP's span kinds (opentelemetry.proto.trace.v1.Span.SpanKind).
 enum class Kind { kInternal = 1, kServer = 2, kClient = 3, kProducer = 4, kConsumer = 5 };
 
+// An attribute's value: OTLP's string, int, double and bool values.
+using Value = std::variant<std::string, std::int64_t, double, bool>;
+
 struct Attribute {
   std::string key;
-  nlohmann::json value;  // a string, an integer, a double or a bool
+  Value value;
 };
 
 struct Event {
@@ -90,7 +94,9 @@ class Tracer {
   ExportStats stats() const;
   const ExportOptions& options() const { return options_; }
 
-  // The OTLP JSON request body for `spans` (ExportTraceServiceRequest).
+  // The OTLP JSON request body for `spans` (ExportTraceServiceRequest). Written by hand
+  // rather than through nlohmann::json objects: a tree of maps per span made the export
+  // thread cost more than the job it traced (docs/benchmarks.md, "e2e --mode tracing").
   std::string encode(const std::vector<SpanData>& spans) const;
 
  private:
@@ -103,7 +109,7 @@ class Tracer {
   std::string host_;
   int port_ = 0;
   std::string path_;
-  nlohmann::json resource_;
+  std::string resource_json_;  // the encoded "resource" object, the same in every request
   metrics::Counter& dropped_metric_;
   metrics::Counter& exported_metric_;
 
@@ -167,13 +173,24 @@ class ActiveSpan {
   bool recording() const { return tracer_ && sampled_; }
   const Context& context() const { return context_; }
   SpanData& data() { return data_; }
-  void attribute(std::string key, nlohmann::json value);
+  void attribute(std::string key, std::string value) {
+    set(std::move(key), Value(std::move(value)));
+  }
+  void attribute(std::string key, const char* value) {
+    set(std::move(key), Value(std::string(value)));
+  }
+  void attribute(std::string key, std::int64_t value) { set(std::move(key), Value(value)); }
+  void attribute(std::string key, int value) { set(std::move(key), Value(std::int64_t{value})); }
+  void attribute(std::string key, double value) { set(std::move(key), Value(value)); }
+  void attribute(std::string key, bool value) { set(std::move(key), Value(value)); }
   void event(std::string name, std::vector<Attribute> attributes = {});
   void error(const std::string& message);
   void link(const Context& to);
   void end();
 
  private:
+  void set(std::string key, Value value);
+
   std::shared_ptr<Tracer> tracer_;
   bool sampled_ = false;
   bool ended_ = false;

@@ -281,6 +281,11 @@ class OtlpReceiver {
     if (v.contains("doubleValue") && v["doubleValue"].is_number()) {
       return v["doubleValue"].get<double>();
     }
+    // The protobuf JSON mapping's spelling of the doubles JSON has no number for.
+    if (v.contains("doubleValue") && v["doubleValue"].is_string()) {
+      const auto d = v["doubleValue"].get<std::string>();
+      if (d == "NaN" || d == "Infinity" || d == "-Infinity") return d;
+    }
     if (v.contains("intValue")) {
       const auto& i = v["intValue"];
       // The OTLP JSON mapping writes an int64 as a decimal string (optionally signed).

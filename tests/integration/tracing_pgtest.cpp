@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -384,6 +385,13 @@ TEST_F(TracingTest, SpansCarryTheMessagingAndJobAttributesTheResourceAndTheHeade
     lookup.set_attribute("big", std::int64_t{1} << 53);
     lookup.set_attribute("d", 1.5);
     lookup.set_attribute("b", true);
+    // Strings the encoder must escape: quotes, a backslash, control characters, UTF-8, and
+    // a byte that is not UTF-8 (replaced, so the request stays valid JSON).
+    lookup.set_attribute("odd", std::string("a \"q\" \\ \n\t\x01 caf\xc3\xa9 \xff end"));
+    // Printable ASCII with one character to escape, a quote or a backslash.
+    lookup.set_attribute("quoted", "say \"hi\"");
+    lookup.set_attribute("path", "C:\\temp");
+    lookup.set_attribute("nan", std::numeric_limits<double>::quiet_NaN());
     lookup.add_event("cache miss");
     lookup.set_error("not found");
     return JobResult::completed();
@@ -502,6 +510,10 @@ TEST_F(TracingTest, SpansCarryTheMessagingAndJobAttributesTheResourceAndTheHeade
   EXPECT_EQ(lookup.attr("big"), std::int64_t{1} << 53);
   EXPECT_EQ(lookup.attr("d"), 1.5);
   EXPECT_EQ(lookup.attr("b"), true);
+  EXPECT_EQ(lookup.attr("odd"), "a \"q\" \\ \n\t\x01 caf\xc3\xa9 \xef\xbf\xbd end");
+  EXPECT_EQ(lookup.attr("quoted"), "say \"hi\"");
+  EXPECT_EQ(lookup.attr("path"), "C:\\temp");
+  EXPECT_EQ(lookup.attr("nan"), "NaN");
   EXPECT_NE(lookup.event("cache miss"), nullptr);
   EXPECT_EQ(lookup.status_code, kStatusError);
   EXPECT_EQ(lookup.status_message, "not found");
