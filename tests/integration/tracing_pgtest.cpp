@@ -29,6 +29,7 @@
 #include "awa/metrics.hpp"
 #include "awa/trace.hpp"
 #include "awa/tracing.hpp"
+#include "cli_runner.hpp"
 #include "otlp_receiver.hpp"
 #include "runtime_support.hpp"
 
@@ -879,6 +880,38 @@ TEST_F(TracingTest, AwaWorkExportsToTheCollectorTheEnvironmentNames) {
   EXPECT_EQ(t->parent_span_id, parent.parent_id());
   EXPECT_THAT(receiver_.problems(), ::testing::IsEmpty());
   EXPECT_EQ(worker->terminate(seconds(20)), 0) << worker->log();
+}
+
+// `awa enqueue` makes no client: trace::Tracing, configured by the same variables, records
+// its send span under the context it was given, and sends it before the command exits.
+TEST_F(TracingTest, AwaEnqueueRecordsItsSendSpanUnderTheGivenContext) {
+  const auto parent = trace::parse(producer_context(12));
+  CliResult r;
+  {
+    ScopedEnv env({{"OTEL_EXPORTER_OTLP_ENDPOINT", receiver_.base_url()},
+                   {"OTEL_SERVICE_NAME", "awa-cli-producer"}});
+    r = run_cli(fmt::format("--schema {} enqueue noop --queue {} --traceparent {}", schema_, kQueue,
+                            parent.traceparent));
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const JobId id = std::stoll(r.output);
+  // Sent at exit: there when the command has returned.
+  const auto sends = receiver_.spans_named(kSend);
+  ASSERT_EQ(sends.size(), 1U) << describe(receiver_.spans());
+  const auto& send = sends[0];
+  EXPECT_EQ(send.kind, kProducer);
+  EXPECT_EQ(send.trace_id, parent.trace_id());
+  EXPECT_EQ(send.parent_span_id, parent.parent_id());
+  EXPECT_EQ(send.attr("messaging.message.id"), std::to_string(id));
+  EXPECT_EQ(send.resource_attr("service.name"), "awa-cli-producer");
+  // The job is the send span's child.
+  const auto stored = conn()
+                          .exec(fmt::format("SELECT metadata->>'traceparent' FROM ready_entries "
+                                            "WHERE job_id = {}",
+                                            id))
+                          .get<std::string>(0, 0);
+  EXPECT_EQ(trace::parse(stored).parent_id(), send.span_id);
+  EXPECT_THAT(receiver_.problems(), ::testing::IsEmpty());
 }
 
 }  // namespace
