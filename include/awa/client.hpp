@@ -379,7 +379,8 @@ class Client {
   // Whether this client can do its work now (what `awa work --health-addr` serves at
   // /readyz; metrics::Server::set_readiness): started and not stopping; every queue's
   // last claim succeeded, and a queue with room for work claimed within two poll
-  // intervals and 5 s (so polling is on time, pooled or not); a pooled connection within
+  // intervals and 5 s (so polling is on time, pooled or not), nor has a claim in flight
+  // longer than that (blocked on a lock, say); a pooled connection within
   // 2 s answers a statement; the listener is connected (when the client listens); no
   // completion flush failed in the last 30 s. Each reason names what is wrong. A database
   // that accepts connections but never answers makes this call wait for it.

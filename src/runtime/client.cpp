@@ -357,12 +357,18 @@ metrics::Readiness Client::Impl::readiness() const {
       if (dispatch_stop_ || !running) break;
       if (q->claim_error) {
         no(fmt::format("queue {}: its claims fail: {}", q->config.name, *q->claim_error));
-      } else if (claim_want(*q) > 0 &&
-                 now - q->last_claim > 2 * q->config.poll_interval + kReadinessClaimGrace) {
-        // With room for work a claimer claims at least once per poll interval.
-        no(fmt::format(
-            "queue {}: no claim for {} s while it has room for work", q->config.name,
-            std::chrono::duration_cast<std::chrono::seconds>(now - q->last_claim).count()));
+      } else if (now - q->last_claim > 2 * q->config.poll_interval + kReadinessClaimGrace) {
+        const auto late =
+            std::chrono::duration_cast<std::chrono::seconds>(now - q->last_claim).count();
+        // With room for work a claimer claims at least once per poll interval. A claim
+        // that does not return (blocked on a lock, a server that stopped answering)
+        // reserves the room it claims for, so it is told apart by what is in flight.
+        if (claim_want(*q) > 0) {
+          no(fmt::format("queue {}: no claim for {} s while it has room for work", q->config.name,
+                         late));
+        } else if (q->claiming > 0) {
+          no(fmt::format("queue {}: a claim has not returned for {} s", q->config.name, late));
+        }
       }
     }
   }

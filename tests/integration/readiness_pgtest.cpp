@@ -215,6 +215,38 @@ TEST_F(ReadinessTest, FailingClaimsMakeItUnreadyWithTheQueuesName) {
   client->stop();
 }
 
+// A claim that does not return reserves the room it claims for, so the queue shows no
+// room; the claim in flight is what makes it late. Here it waits for a lock another
+// session holds on the table every claim reads first.
+TEST_F(ReadinessTest, AClaimThatDoesNotReturnMakesItUnreadyUntilItDoes) {
+  QueueConfig q = queue("stuck_" + schema_, 2);
+  q.poll_interval = milliseconds(200);
+  Client client(options());
+  client.register_worker("noop", [](JobContext&) { return JobResult::completed(); });
+  client.add_queue(q);
+  client.start();
+  const auto ready = [](const metrics::Readiness& r) { return r.ready; };
+  auto r = await(client, ready, seconds(10));
+  ASSERT_TRUE(r.ready) << reasons(r);
+
+  auto locker = connect_new();
+  locker.exec("BEGIN");
+  locker.exec(fmt::format("LOCK TABLE {}.queue_meta IN ACCESS EXCLUSIVE MODE", quoted_schema()));
+  r = await(
+      client, [](const metrics::Readiness& x) { return mentions(x, "a claim has not returned"); },
+      seconds(20));
+  locker.exec("ROLLBACK");
+  ASSERT_FALSE(r.ready);
+  EXPECT_TRUE(mentions(r, "queue " + q.name + ": a claim has not returned for ")) << reasons(r);
+  EXPECT_FALSE(mentions(r, "database does not answer")) << reasons(r);
+
+  r = await(client, ready, seconds(20));
+  EXPECT_TRUE(r.ready) << reasons(r);
+  enqueue(q.name, 1, "noop");
+  EXPECT_TRUE(eventually([&] { return client.stats().completed == 1U; }, seconds(20)));
+  client.stop();
+}
+
 TEST_F(ReadinessTest, AWorkerWhoseListenerIsCutOffAnswers503WithThatReason) {
   // `awa work --health-addr`: the pooled mode's direct URL carries only the LISTEN session
   // (no maintenance, so no leader lock on it), so cutting that role off breaks LISTEN alone.
