@@ -1,6 +1,6 @@
 // The span recorder and OTLP/HTTP JSON exporter behind awa/tracing.hpp. Internal.
 //
-// One Tracer per client started with tracing on. Spans are recorded into SpanData on the
+// One Tracer per client started with tracing on (and per trace::Tracing). Spans are recorded into SpanData on the
 // thread that makes them and handed to the tracer's bounded queue; one background thread
 // sends them in batches. Nothing a handler, an insert or a completion does ever waits for
 // the collector: a full queue drops the span and counts it.
@@ -17,8 +17,6 @@
 #include <thread>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "awa/metrics.hpp"
 #include "awa/trace.hpp"
