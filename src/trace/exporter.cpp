@@ -11,8 +11,8 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "awa/error.hpp"
 #include "trace/tracer.hpp"

@@ -1,8 +1,8 @@
 // The span recorder and OTLP/HTTP JSON exporter behind awa/tracing.hpp. Internal.
 //
-// One Tracer per client started with tracing on (and per trace::Tracing). Spans are recorded into SpanData on the
-// thread that makes them and handed to the tracer's bounded queue; one background thread
-// sends them in batches. Nothing a handler, an insert or a completion does ever waits for
+// One Tracer per client started with tracing on (and per trace::Tracing). Spans are recorded into
+// SpanData on the thread that makes them and handed to the tracer's bounded queue; one background
+// thread sends them in batches. Nothing a handler, an insert or a completion does ever waits for
 // the collector: a full queue drops the span and counts it.
 #pragma once
 
