@@ -121,6 +121,13 @@ double median(std::span<const double> values) {
   return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
+std::string median_range(std::span<const double> values, std::string_view spec) {
+  if (values.empty()) return "–";
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return fmt::format("{} ({}–{})", fmt::format(fmt::runtime(spec), median(values)),
+                     fmt::format(fmt::runtime(spec), *lo), fmt::format(fmt::runtime(spec), *hi));
+}
+
 std::string thousands(double value) {
   const auto rounded = static_cast<long long>(std::llround(value));
   std::string digits = std::to_string(rounded < 0 ? -rounded : rounded);

@@ -70,6 +70,8 @@ Percentiles percentiles(std::vector<double> values);
 
 double mean(std::span<const double> values);
 double median(std::span<const double> values);
+// "median (min–max)", each formatted with `spec` (e.g. "{:.1f}"); the form the docs quote.
+std::string median_range(std::span<const double> values, std::string_view spec);
 
 // 123456.7 -> "123,457"
 std::string thousands(double value);

@@ -126,12 +126,6 @@ Sample run_cell(pg::Connection& admin, const Options& o, Mode mode, int clients)
   return s;
 }
 
-std::string median_range(const std::vector<double>& v, std::string_view spec) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return fmt::format("{} ({}–{})", fmt::format(fmt::runtime(spec), median(v)),
-                     fmt::format(fmt::runtime(spec), *lo), fmt::format(fmt::runtime(spec), *hi));
-}
-
 int run(const Options& o) {
   auto admin = connect("awa_bench_admin", kStatementTimeout);
   const auto machine = machine_info(admin);

@@ -9,7 +9,6 @@
 // their medians with min–max, and the per-run ratios.
 #include <httplib.h>
 
-#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -54,13 +53,6 @@ struct Cell {
   std::vector<double> per_s;
   std::vector<double> cpu_us_per_job;
 };
-
-std::string spread(const std::vector<double>& v, const char* fmt_one) {
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return fmt::format("{} ({}–{})", fmt::format(fmt::runtime(fmt_one), median(v)),
-                     fmt::format(fmt::runtime(fmt_one), *lo),
-                     fmt::format(fmt::runtime(fmt_one), *hi));
-}
 
 }  // namespace
 
@@ -126,16 +118,17 @@ int run_tracing(pg::Connection& admin, const E2eSetup& st, int runs, const std::
   TablePrinter table({{"drain, S=" + std::to_string(st.shards)},
                       {"jobs/s", TablePrinter::Align::kRight},
                       {"CPU µs/job", TablePrinter::Align::kRight}});
-  table.add_row({"tracing off", spread(off.per_s, "{:.0f}"), spread(off.cpu_us_per_job, "{:.1f}")});
-  table.add_row({"tracing on (every span exported)", spread(on.per_s, "{:.0f}"),
-                 spread(on.cpu_us_per_job, "{:.1f}")});
+  table.add_row({"tracing off", median_range(off.per_s, "{:.0f}"),
+                 median_range(off.cpu_us_per_job, "{:.1f}")});
+  table.add_row({"tracing on (every span exported)", median_range(on.per_s, "{:.0f}"),
+                 median_range(on.cpu_us_per_job, "{:.1f}")});
   const double span_bytes =
       exported > 0 ? static_cast<double>(bytes) / static_cast<double>(exported) : 0.0;
   fmt::print(
       "\nMedians (min–max) of {} run(s):\n{}\non/off jobs/s: {}; extra CPU per job: {} µs; "
       "{} spans exported, {} dropped, {:.0f} bytes of JSON per span\n",
-      runs, table.render(), spread(ratio_per_s, "{:.2f}"), spread(extra_cpu_us, "{:.1f}"), exported,
-      dropped, span_bytes);
+      runs, table.render(), median_range(ratio_per_s, "{:.2f}"),
+      median_range(extra_cpu_us, "{:.1f}"), exported, dropped, span_bytes);
   if (!json_path.empty()) {
     write_json(
         json_path,

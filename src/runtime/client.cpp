@@ -49,16 +49,9 @@ Client::Impl::Impl(ClientOptions o)
       wake_sql_(sql::file("queries/runtime/wake.sql")),
       token_(random_token()) {
   sql::quote_schema(options_.schema);  // InvalidArgument for a bad name, before start()
-  // Registered even with tracing off, so dashboards and alerts find the series.
-  auto& registry =
-      options_.metrics_registry ? *options_.metrics_registry : metrics::default_registry();
-  trace::detail::spans_dropped(registry);
-  trace::detail::spans_exported(registry);
-  auto tracing = options_.tracing ? *options_.tracing : trace::ExportOptions::from_env();
-  if (tracing.enabled) {
-    trace::detail::check(tracing);
-    tracer_ = std::make_shared<trace::detail::Tracer>(std::move(tracing), registry);
-  }
+  tracer_ = trace::detail::make_tracer(
+      options_.tracing ? *options_.tracing : trace::ExportOptions::from_env(),
+      options_.metrics_registry ? *options_.metrics_registry : metrics::default_registry());
   if (options_.pool_size < 1) throw InvalidArgument("ClientOptions: pool_size must be >= 1");
   if (options_.max_workers < 0) throw InvalidArgument("ClientOptions: max_workers must be >= 0");
   if (options_.completion_writers < 1)

@@ -175,14 +175,7 @@ Endpoint parse_endpoint(const std::string& url) {
 
 }  // namespace
 
-void check(const ExportOptions& o) {
-  if (o.max_queue < 1 || o.max_batch < 1 || o.schedule_delay.count() <= 0 ||
-      o.timeout.count() <= 0 || !(o.sampler_ratio >= 0.0 && o.sampler_ratio <= 1.0)) {
-    throw InvalidArgument(
-        "tracing options: max_queue and max_batch must be >= 1, schedule_delay and timeout "
-        "> 0, sampler_ratio in 0..1");
-  }
-}
+namespace {
 
 metrics::Counter& spans_dropped(metrics::Registry& registry) {
   return registry
@@ -195,6 +188,21 @@ metrics::Counter& spans_dropped(metrics::Registry& registry) {
 metrics::Counter& spans_exported(metrics::Registry& registry) {
   return registry.counter("awa_otel_spans_exported_total", "Spans the OTLP collector accepted")
       .with({});
+}
+
+}  // namespace
+
+std::shared_ptr<Tracer> make_tracer(ExportOptions o, metrics::Registry& registry) {
+  spans_dropped(registry);
+  spans_exported(registry);
+  if (!o.enabled) return nullptr;
+  if (o.max_queue < 1 || o.max_batch < 1 || o.schedule_delay.count() <= 0 ||
+      o.timeout.count() <= 0 || !(o.sampler_ratio >= 0.0 && o.sampler_ratio <= 1.0)) {
+    throw InvalidArgument(
+        "tracing options: max_queue and max_batch must be >= 1, schedule_delay and timeout "
+        "> 0, sampler_ratio in 0..1");
+  }
+  return std::make_shared<Tracer>(std::move(o), registry);
 }
 
 Tracer::Tracer(ExportOptions options, metrics::Registry& registry)

@@ -88,13 +88,9 @@ struct Tracing::Impl {
 
 Tracing::Tracing(ExportOptions options, metrics::Registry* registry)
     : impl_(std::make_unique<Impl>()) {
-  auto& r = registry ? *registry : metrics::default_registry();
-  detail::spans_dropped(r);
-  detail::spans_exported(r);
-  if (!options.enabled) return;
-  detail::check(options);
-  impl_->tracer = std::make_shared<detail::Tracer>(std::move(options), r);
-  detail::install(impl_->tracer);
+  impl_->tracer =
+      detail::make_tracer(std::move(options), registry ? *registry : metrics::default_registry());
+  if (impl_->tracer) detail::install(impl_->tracer);
 }
 
 Tracing::~Tracing() {

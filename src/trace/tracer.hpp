@@ -126,14 +126,11 @@ class Tracer {
   std::thread thread_;
 };
 
-// Throws InvalidArgument for options a Tracer cannot use (sizes, times, the ratio; the
-// endpoint is checked by the Tracer itself).
-void check(const ExportOptions& options);
-
-// The families every client registers (0 when tracing is off), so a dashboard and its
-// alerts find them.
-metrics::Counter& spans_dropped(metrics::Registry& registry);
-metrics::Counter& spans_exported(metrics::Registry& registry);
+// The tracer `options` ask for, or null when they leave tracing off. The exporter's
+// counters (awa_otel_spans_dropped_total, _exported_total) are registered in `registry`
+// either way, so dashboards and alerts find them with tracing off. Throws InvalidArgument
+// for options it cannot use (sizes, times, the ratio, the endpoint).
+std::shared_ptr<Tracer> make_tracer(ExportOptions options, metrics::Registry& registry);
 
 // The tracer the process's spans go to when the thread has none: the last client started
 // with tracing on. install() and uninstall() are the client's start() and stop().
